@@ -1,0 +1,10 @@
+#include "cli/commands.hpp"
+
+namespace myr::cli {
+
+// Placeholder until the module behind this command lands.
+int cmd_container(const std::vector<std::string>&) {
+    return runtime_error(Error("container: not available in this build yet"));
+}
+
+}  // namespace myr::cli

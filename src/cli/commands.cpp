@@ -1,0 +1,107 @@
+#include "cli/commands.hpp"
+
+#include <cstdio>
+
+namespace myr::cli {
+
+const std::vector<Command>& commands() {
+    static const std::vector<Command> table = {
+        {"container", "run as PID 1 of a container: seed the collector, supervise, update",
+         "Usage: myriarch-updater container --config FILE\n"
+         "\n"
+         "Runs as the main process (PID 1) of a container: recovers and seeds the collector on\n"
+         "the volume, starts container.supervisorCommand as a child, serves /healthz and /readyz\n"
+         "on container.healthListen, and installs collector versions offered over OpAMP.\n"
+         "Linux and macOS only.\n"
+         "\n"
+         "Options:\n"
+         "  --config FILE   updater.yaml (must contain a container section)\n",
+         cmd_container},
+        {"run", "host mode next to a service manager (not implemented yet)",
+         "Usage: myriarch-updater run --config FILE\n"
+         "\n"
+         "Host mode: the same installer driving a systemd unit instead of a child process.\n"
+         "Not implemented yet in this release; use `container`.\n",
+         cmd_run},
+        {"install-self", "copy this binary to DIR/myriarch-updater (init containers)",
+         "Usage: myriarch-updater install-self DIR\n"
+         "\n"
+         "Copies the running binary to DIR/myriarch-updater with mode 0755, atomically. DIR must\n"
+         "be an absolute path to an existing directory that is not a symlink. Makes no network\n"
+         "access.\n",
+         cmd_install_self},
+        {"copy", "copy one regular file atomically, keeping the execute bit (init containers)",
+         "Usage: myriarch-updater copy SRC DST\n"
+         "\n"
+         "Copies the regular file SRC to DST atomically (temporary file, fsync, rename). The\n"
+         "result is 0755 when SRC has any execute bit, else 0644. DST may be an existing\n"
+         "directory, then the file is DST/<name of SRC>. Both paths must be absolute; symlinks\n"
+         "as destination are refused. Makes no network access.\n",
+         cmd_copy},
+        {"validate", "check an updater.yaml and print the effective configuration",
+         "Usage: myriarch-updater validate --config FILE [--mode any|container|run]\n"
+         "\n"
+         "Loads FILE and prints every problem as FILE:LINE:COLUMN: KEY: PROBLEM (exit 1), or the\n"
+         "effective configuration with all defaults and the recommended pod\n"
+         "terminationGracePeriodSeconds (exit 0). --mode container also applies the rules of the\n"
+         "container section.\n",
+         cmd_validate},
+        {"verify", "verify an artifact against a Sigstore bundle, offline",
+         "Usage: myriarch-updater verify --artifact FILE --bundle FILE --trusted-root FILE\n"
+         "                               (--subject S | --subject-regexp R) --issuer I\n"
+         "\n"
+         "Checks that FILE was signed by the given identity, using only the trusted root (no\n"
+         "network). Prints `verified: <subject> <issuer> <sha256>` and exits 0, or\n"
+         "`not verified: <step>: <reason>` and exits 1.\n",
+         cmd_verify},
+        {"version", "print version, git commit, build type and linkage",
+         "Usage: myriarch-updater version\n", cmd_version},
+    };
+    return table;
+}
+
+const Command* find_command(const std::string& name) {
+    for (const Command& c : commands()) {
+        if (name == c.name) return &c;
+    }
+    return nullptr;
+}
+
+std::string overview() {
+    std::string out =
+        "myriarch-updater: keeps an OpenTelemetry collector binary up to date on a volume, as PID 1\n"
+        "of a container, with verified downloads, atomic swaps and automatic rollback.\n"
+        "\n"
+        "Usage: myriarch-updater <command> [options]\n"
+        "\n"
+        "Commands:\n";
+    for (const Command& c : commands()) {
+        char line[160];
+        std::snprintf(line, sizeof line, "  %-13s %s\n", c.name, c.summary);
+        out += line;
+    }
+    out +=
+        "\n"
+        "Run `myriarch-updater <command> --help` for a command's options.\n"
+        "Exit codes: 0 success, 1 error, 2 usage error.\n";
+    return out;
+}
+
+int usage_error(const std::string& command, const std::string& message) {
+    std::fprintf(stderr, "myriarch-updater %s: %s (see 'myriarch-updater %s --help')\n",
+                 command.c_str(), message.c_str(), command.c_str());
+    return 2;
+}
+
+int runtime_error(const Error& e) {
+    std::fprintf(stderr, "myriarch-updater: %s\n", e.message().c_str());
+    return 1;
+}
+
+int print_help(const std::string& command) {
+    const Command* c = find_command(command);
+    std::fputs(c ? c->help : overview().c_str(), stdout);
+    return 0;
+}
+
+}  // namespace myr::cli

@@ -1,0 +1,147 @@
+// The typed model of updater.yaml (contract: docs/config.md, from ../shared/design/config.md).
+//
+// The loader turns every duration, size, URL, address, path and version into a type here, so no
+// other module ever parses a configuration string. Defaults live in the member initialisers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/log.hpp"
+#include "core/result.hpp"
+#include "core/time.hpp"
+
+namespace myr::config {
+
+// A parsed ws://, wss://, http:// or https:// URL.
+struct Url {
+    std::string scheme;  // lower case: "ws", "wss", "http", "https"
+    std::string host;    // without brackets for IPv6 literals
+    uint16_t port = 0;   // explicit or the scheme's default
+    std::string path;    // starts with "/"; includes the query, if any
+    bool secure() const { return scheme == "wss" || scheme == "https"; }
+    std::string str() const;  // canonical form
+};
+
+// host:port for a listening socket. IPv6 as "[::]:13135".
+struct HostPort {
+    std::string host;  // without brackets
+    uint16_t port = 0;
+    bool ipv6() const { return host.find(':') != std::string::npos; }
+    std::string str() const;
+};
+
+// A semantic version as written ("v0.116.0" stays as written; comparison lives in version/).
+struct VersionText {
+    std::string text;
+};
+
+struct Server {
+    std::optional<Url> endpoint;  // required by container and run
+    bool allow_insecure_transport = false;
+    std::string ca_file;  // "" = the system store
+    std::string enrollment_token_file;
+    std::string enrollment_token_env;
+    std::string host_name;  // "" = $HOSTNAME, else gethostname()
+    Duration heartbeat_interval = std::chrono::seconds(30);
+};
+
+struct SignerIdentity {
+    std::string subject;
+    std::string subject_regexp;
+    std::string issuer = "https://token.actions.githubusercontent.com";
+};
+
+struct Update {
+    bool require_signature = true;
+    std::string trusted_root_file = "/etc/myriarch/trusted_root.json";
+    SignerIdentity signer_identity;
+    std::vector<Url> allowed_download_prefixes;  // empty = derived from server.endpoint
+    std::optional<VersionText> minimum_version;
+    bool allow_downgrade = false;
+    uint64_t max_artifact_size = 1ULL << 30;
+    Duration health_timeout = std::chrono::minutes(2);
+    uint32_t health_successes = 3;
+    Duration health_interval = std::chrono::seconds(2);
+    std::vector<std::string> validate_args{"validate", "--config={config}"};
+};
+
+enum class Activation { symlink, copy };
+
+struct Collector {
+    std::string binary = "otelcol-contrib";
+    std::string install_dir = "/var/lib/myriarch/collector";
+    std::string state_dir = "/var/lib/myriarch/state";
+    Activation activation = Activation::symlink;
+    uint32_t keep_versions = 2;
+    std::optional<Url> health_url = Url{"http", "127.0.0.1", 13133, "/"};
+    std::string config_file = "/var/lib/otelcol/supervisor/effective.yaml";
+};
+
+struct Supervisor {
+    std::optional<Url> health_url = Url{"http", "127.0.0.1", 23233, "/health"};  // nullopt = unchecked
+    std::string storage_dir = "/var/lib/otelcol/supervisor";
+};
+
+enum class SeedPolicy { newest, image };
+
+struct Container {
+    std::vector<std::string> supervisor_command;  // required, non-empty
+    std::string seed_binary;                      // required, absolute
+    SeedPolicy seed_policy = SeedPolicy::newest;
+    Duration stop_timeout = std::chrono::seconds(30);
+    Duration restart_delay = std::chrono::seconds(2);
+    uint32_t max_restarts = 5;
+    Duration restart_window = std::chrono::minutes(10);
+    std::optional<HostPort> health_listen = HostPort{"0.0.0.0", 13135};  // nullopt = disabled
+};
+
+struct Log {
+    log::Level level = log::Level::info;
+    log::Format format = log::Format::text;
+};
+
+struct Config {
+    std::string path;  // the file it was loaded from
+    Server server;
+    Update update;
+    Collector collector;
+    Supervisor supervisor;
+    std::optional<Container> container;  // present when the file has a container section
+    Log log;
+};
+
+// Which rules to apply beyond the common ones.
+enum class Mode { any, container, run };
+
+// One problem in a configuration file, with its position (1-based; 0 when not known).
+struct Problem {
+    std::string file;
+    unsigned line = 0;
+    unsigned column = 0;
+    std::string key;  // full key path, e.g. "container.maxRestarts"
+    std::string message;
+    std::string str() const;  // "F:12:3: container.maxRestarts: must be at least 1"
+};
+
+// The outcome of loading: a Config when there are no problems, else every problem found.
+struct LoadResult {
+    std::optional<Config> config;
+    std::vector<Problem> problems;
+};
+
+LoadResult load_file(const std::string& path, Mode mode);
+LoadResult load_string(std::string_view yaml, const std::string& name, Mode mode);
+
+// The recommended pod terminationGracePeriodSeconds: 2 × stopTimeout + 2 × healthTimeout + 60 s.
+Duration recommended_grace_period(const Config& cfg);
+
+// The effective configuration as YAML (every default filled in), for `validate`.
+std::string render_effective(const Config& cfg);
+
+// Convenience for commands: load, and turn problems into one Error listing them all.
+Result<Config> load_or_error(const std::string& path, Mode mode);
+
+}  // namespace myr::config

@@ -1,0 +1,92 @@
+#include "core/fault.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/log.hpp"
+
+namespace myr::fault {
+
+#ifdef MYR_FAULT_INJECTION
+namespace {
+
+struct Rule {
+    std::string point;
+    std::string action;
+    unsigned pass = 0;  // 0: every pass
+};
+
+struct State {
+    bool loaded = false;
+    std::vector<Rule> rules;
+    std::map<std::string, unsigned, std::less<>> passes;
+};
+
+State& state() {
+    static State s;
+    return s;
+}
+
+void load() {
+    State& s = state();
+    s.rules.clear();
+    s.passes.clear();
+    s.loaded = true;
+    const char* env = std::getenv("MYRIARCH_FAULT");
+    if (!env) return;
+    std::string spec(env);
+    size_t pos = 0;
+    while (pos <= spec.size()) {
+        size_t comma = spec.find(',', pos);
+        std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos
+                                                                       : comma - pos);
+        size_t colon = item.rfind(':');
+        if (colon != std::string::npos) {
+            Rule r;
+            r.point = item.substr(0, colon);
+            r.action = item.substr(colon + 1);
+            size_t at = r.action.find('@');
+            if (at != std::string::npos) {
+                r.pass = static_cast<unsigned>(std::strtoul(r.action.c_str() + at + 1, nullptr, 10));
+                r.action.resize(at);
+            }
+            s.rules.push_back(r);
+        }
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
+    }
+}
+
+}  // namespace
+
+void reload() { load(); }
+
+Status point(std::string_view name) {
+    State& s = state();
+    if (!s.loaded) load();
+    if (s.rules.empty()) return {};
+    auto it = s.passes.find(name);
+    if (it == s.passes.end()) it = s.passes.emplace(std::string(name), 0).first;
+    unsigned pass = ++it->second;
+    for (const Rule& r : s.rules) {
+        if (r.point != name || (r.pass != 0 && r.pass != pass)) continue;
+        if (r.action == "crash") {
+            log::warn("fault injection: crashing", {{"point", name}});
+            ::_exit(137);
+        }
+        if (r.action == "fail") {
+            return fail("injected fault at " + std::string(name));
+        }
+    }
+    return {};
+}
+#else
+void reload() {}
+Status point(std::string_view) { return {}; }
+#endif
+
+}  // namespace myr::fault

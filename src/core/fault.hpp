@@ -1,0 +1,22 @@
+// Fault injection for crash and failure tests.
+//
+// MYRIARCH_FAULT=<point>:<action>[,<point>:<action>…] names points in the code where a test wants the
+// process to die (`crash`: _exit(137), as after SIGKILL) or a step to fail (`fail`: the call returns an
+// injected error, as an I/O error would). `<point>:<action>@N` acts on the N-th pass only (1-based).
+// Compiled in only when the build option fault_injection is on (test builds); release builds read no
+// environment variable and every check is a no-op returning success.
+#pragma once
+
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace myr::fault {
+
+// A point where a test may crash the process or make the step fail.
+[[nodiscard]] Status point(std::string_view name);
+
+// Re-reads MYRIARCH_FAULT (tests change it within one process).
+void reload();
+
+}  // namespace myr::fault

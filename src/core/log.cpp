@@ -1,0 +1,146 @@
+#include "core/log.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "core/time.hpp"
+
+namespace myr::log {
+namespace {
+
+Level g_level = Level::info;
+Format g_format = Format::text;
+
+const char* level_name(Level l) {
+    switch (l) {
+        case Level::debug: return "debug";
+        case Level::info: return "info";
+        case Level::warn: return "warn";
+        case Level::error: return "error";
+    }
+    return "?";
+}
+
+bool needs_quotes(std::string_view v) {
+    if (v.empty()) return true;
+    for (unsigned char c : v) {
+        if (c <= ' ' || c == '"' || c == '=' || c == '\\' || c >= 0x7f) return true;
+    }
+    return false;
+}
+
+// Escapes for both logfmt quoted values and JSON strings: the same rules serve both.
+void append_escaped(std::string& out, std::string_view v) {
+    static const char* hex = "0123456789abcdef";
+    for (unsigned char c : v) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (c < 0x20 || c == 0x7f) {
+                    out += "\\u00";
+                    out += hex[c >> 4];
+                    out += hex[c & 15];
+                } else {
+                    out += static_cast<char>(c);
+                }
+        }
+    }
+}
+
+void append_text_value(std::string& out, std::string_view v) {
+    if (!needs_quotes(v)) {
+        out += v;
+        return;
+    }
+    out += '"';
+    append_escaped(out, v);
+    out += '"';
+}
+
+void append_json_string(std::string& out, std::string_view v) {
+    out += '"';
+    append_escaped(out, v);
+    out += '"';
+}
+
+}  // namespace
+
+Field::Field(std::string_view k, double v) : key(k), raw(true) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+    value = buf;
+}
+
+void configure(Level level, Format format) {
+    g_level = level;
+    g_format = format;
+}
+
+Level level() { return g_level; }
+
+bool enabled(Level l) { return static_cast<int>(l) >= static_cast<int>(g_level); }
+
+std::string render(Format format, std::string_view ts, Level lvl, std::string_view msg,
+                   std::initializer_list<Field> fields) {
+    std::string out;
+    out.reserve(128);
+    if (format == Format::json) {
+        out += "{\"ts\":";
+        append_json_string(out, ts);
+        out += ",\"level\":";
+        append_json_string(out, level_name(lvl));
+        out += ",\"msg\":";
+        append_json_string(out, msg);
+        for (const Field& f : fields) {
+            out += ',';
+            append_json_string(out, f.key);
+            out += ':';
+            if (f.raw) {
+                out += f.value;
+            } else {
+                append_json_string(out, f.value);
+            }
+        }
+        out += '}';
+        return out;
+    }
+    out += "ts=";
+    out += ts;
+    out += " level=";
+    out += level_name(lvl);
+    out += " msg=";
+    append_text_value(out, msg);
+    for (const Field& f : fields) {
+        out += ' ';
+        out += f.key;
+        out += '=';
+        append_text_value(out, f.value);
+    }
+    return out;
+}
+
+void write(Level lvl, std::string_view msg, std::initializer_list<Field> fields) {
+    if (!enabled(lvl)) return;
+    std::string line = render(g_format, format_rfc3339(wall_now(), true), lvl, msg, fields);
+    line += '\n';
+    // One write so the line stays whole next to the child's output; retry only on EINTR.
+    const char* p = line.data();
+    size_t left = line.size();
+    while (left > 0) {
+        ssize_t n = ::write(STDERR_FILENO, p, left);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return;  // stderr is gone: nothing sensible left to do with a log line
+        }
+        p += n;
+        left -= static_cast<size_t>(n);
+    }
+}
+
+}  // namespace myr::log

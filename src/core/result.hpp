@@ -1,0 +1,105 @@
+// Result<T>: a value or an Error, the return type of every call that can fail.
+//
+// std::expected would do, but libstdc++ 12 only enables it for compilers whose concepts support is
+// C++23-complete, which excludes clang 14 (our fuzzing compiler). This is the small subset we use.
+#pragma once
+
+#include <cerrno>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace myr {
+
+// What failed and why, for people. Each layer prefixes its own context on the way up, so the final
+// message reads like "activate 0.116.0: copy to staging: write: No space left on device".
+class Error {
+public:
+    Error() = default;
+    explicit Error(std::string message, int sys_errno = 0)
+        : message_(std::move(message)), errno_(sys_errno) {}
+
+    // An error from a failed system call: "<what>: <strerror(errno)>".
+    static Error from_errno(const std::string& what, int err = errno);
+
+    const std::string& message() const { return message_; }
+    // The errno behind the error, 0 when it did not come from a system call.
+    int sys_errno() const { return errno_; }
+
+    // Returns a copy of this error with "<prefix>: " in front of the message.
+    [[nodiscard]] Error context(const std::string& prefix) const& {
+        return Error(prefix + ": " + message_, errno_);
+    }
+    [[nodiscard]] Error context(const std::string& prefix) && {
+        message_.insert(0, prefix + ": ");
+        return std::move(*this);
+    }
+
+private:
+    std::string message_;
+    int errno_ = 0;
+};
+
+// Tag wrapper so that Result<T> can be built from an error unambiguously: `return fail(err)`.
+struct Failure {
+    Error error;
+};
+inline Failure fail(Error e) { return Failure{std::move(e)}; }
+inline Failure fail(std::string message) { return Failure{Error(std::move(message))}; }
+inline Failure fail_errno(const std::string& what, int err = errno) {
+    return Failure{Error::from_errno(what, err)};
+}
+
+template <class T>
+class [[nodiscard]] Result {
+public:
+    Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+    Result(Failure f) : v_(std::in_place_index<1>, std::move(f.error)) {}
+
+    bool ok() const { return v_.index() == 0; }
+    explicit operator bool() const { return ok(); }
+
+    T& value() & { return std::get<0>(v_); }
+    const T& value() const& { return std::get<0>(v_); }
+    T&& value() && { return std::get<0>(std::move(v_)); }
+    T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+
+    const Error& error() const { return std::get<1>(v_); }
+    // The error with a prefix, ready to be returned by the caller: `return r.fail("read marker")`.
+    Failure fail(const std::string& prefix) const { return Failure{error().context(prefix)}; }
+    Failure fail() const { return Failure{error()}; }
+
+private:
+    std::variant<T, Error> v_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+public:
+    Result() = default;
+    Result(Failure f) : err_(std::move(f.error)), ok_(false) {}
+
+    bool ok() const { return ok_; }
+    explicit operator bool() const { return ok_; }
+    const Error& error() const { return err_; }
+    Failure fail(const std::string& prefix) const { return Failure{err_.context(prefix)}; }
+    Failure fail() const { return Failure{err_}; }
+
+private:
+    Error err_;
+    bool ok_ = true;
+};
+
+using Status = Result<void>;
+
+}  // namespace myr
+
+// Propagate a failed Result with added context: MYR_TRY(write_all(fd, buf), "write marker");
+#define MYR_TRY(expr, prefix)                           \
+    do {                                                \
+        auto myr_try_r_ = (expr);                       \
+        if (!myr_try_r_) return myr_try_r_.fail(prefix); \
+    } while (0)

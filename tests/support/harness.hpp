@@ -1,0 +1,110 @@
+// Helpers for tests that drive real processes, files and sockets. Blocking by design: tests may
+// block, the product may not. Every wait has a timeout so a hung test fails instead of hanging.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace myr::test {
+
+using namespace std::chrono_literals;
+using Millis = std::chrono::milliseconds;
+
+// Paths handed in by meson (tests/meson.build): the binary under test and the stand-ins.
+std::string env_path(const char* name);  // fails the test when unset
+std::string updater_bin();                // $MYRIARCH_BIN
+std::string source_dir();                 // $MYRIARCH_SOURCE_DIR
+std::string shared_dir();                 // ../shared beside the project ("" when absent)
+
+bool is_root();
+// True when `unshare --pid --fork --mount-proc` works here (root on Linux).
+bool can_unshare_pid();
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::string& path() const { return path_; }
+    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
+
+void remove_tree(const std::string& path);
+std::string read_file(const std::string& path);  // "" when missing
+void write_file(const std::string& path, const std::string& content, mode_t mode = 0644);
+bool exists(const std::string& path);  // lstat succeeds
+
+struct SpawnOptions {
+    std::map<std::string, std::string> env;  // added to (or replacing in) the inherited environment
+    std::vector<std::string> unset_env;
+    std::string cwd;
+    std::string stdin_file;  // "" = /dev/null
+    bool new_process_group = true;
+};
+
+// A child process whose stdout and stderr go to files (no pipe can fill up and block it).
+class Process {
+public:
+    static Process spawn(const std::vector<std::string>& argv, const SpawnOptions& opts = {});
+    Process(Process&& o) noexcept;
+    Process& operator=(Process&& o) noexcept;
+    ~Process();  // kills the process group if still running
+
+    pid_t pid() const { return pid_; }
+    // Waits up to `timeout`; returns the raw wait status, or nullopt if still running.
+    std::optional<int> wait(Millis timeout);
+    bool running();
+    void signal(int sig);        // to the process
+    void signal_group(int sig);  // to its process group
+    void kill_now();             // SIGKILL to the group and reap
+    std::string out() const;     // everything written to stdout so far
+    std::string err() const;     // everything written to stderr so far
+
+private:
+    Process() = default;
+    pid_t pid_ = -1;
+    std::optional<int> status_;
+    std::string out_path_, err_path_, dir_;
+};
+
+struct RunResult {
+    int exit_code = -1;  // -1 when killed by a signal or timed out
+    int term_signal = 0;
+    bool timed_out = false;
+    std::string out, err;
+};
+
+// Runs to completion (killed after `timeout`).
+RunResult run(const std::vector<std::string>& argv, Millis timeout = 30s,
+              const SpawnOptions& opts = {});
+
+// Polls `pred` every `poll` until it is true or `timeout` passes.
+bool wait_until(const std::function<bool()>& pred, Millis timeout, Millis poll = 20ms);
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int free_port();
+
+struct HttpResponse {
+    int status = 0;  // 0: no response (connection refused, timeout, garbage)
+    std::string body;
+    std::string error;
+};
+// A minimal blocking HTTP/1.1 GET with Connection: close.
+HttpResponse http_get(const std::string& host, int port, const std::string& path,
+                      Millis timeout = 2s);
+
+// Counts zombie processes (state Z in /proc/<pid>/stat) visible in this PID namespace.
+int count_zombies();
+
+}  // namespace myr::test

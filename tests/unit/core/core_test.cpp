@@ -1,0 +1,116 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+
+#include "core/fault.hpp"
+#include "core/log.hpp"
+#include "core/result.hpp"
+#include "core/time.hpp"
+
+using namespace myr;
+using namespace std::chrono_literals;
+
+TEST_CASE("duration: units and combinations parse exactly") {
+    CHECK(parse_duration("500ms").value() == 500ms);
+    CHECK(parse_duration("30s").value() == 30s);
+    CHECK(parse_duration("10m").value() == 10min);
+    CHECK(parse_duration("1h").value() == 1h);
+    CHECK(parse_duration("1h30m").value() == 90min);
+    CHECK(parse_duration("2.5s").value() == 2500ms);
+    CHECK(parse_duration("0s").value() == 0ms);
+    CHECK(parse_duration("-5s").value() == -5000ms);
+}
+
+TEST_CASE("duration: bad input names the problem") {
+    CHECK(parse_duration("").error().message().find("empty") != std::string::npos);
+    CHECK(parse_duration("30").error().message().find("needs a unit") != std::string::npos);
+    CHECK(parse_duration("5 minutes").error().message().find("unknown unit") != std::string::npos);
+    CHECK(parse_duration("five").error().message().find("expected a number") != std::string::npos);
+    CHECK(parse_duration("1.0001ms").error().message().find("more precise") != std::string::npos);
+    CHECK(parse_duration("99999999999999999999h").error().message().find("too large") !=
+          std::string::npos);
+    CHECK(parse_duration("2562047788015216h").error().message().find("too large") !=
+          std::string::npos);
+    CHECK_FALSE(parse_duration("s").ok());
+    CHECK_FALSE(parse_duration("-").ok());
+    CHECK_FALSE(parse_duration(".s").ok());
+}
+
+TEST_CASE("duration: formatting round-trips") {
+    for (auto d : {0ms, 1ms, 999ms, 1000ms, 1500ms, 60000ms, 600000ms, 3600000ms, 5400000ms}) {
+        auto back = parse_duration(format_duration(d));
+        REQUIRE(back.ok());
+        CHECK(back.value() == d);
+    }
+    CHECK(format_duration(1500ms) == "1.5s");
+    CHECK(format_duration(10min) == "10m");
+}
+
+TEST_CASE("size: binary and decimal units, overflow refused") {
+    CHECK(parse_size("1024").value() == 1024);
+    CHECK(parse_size("512B").value() == 512);
+    CHECK(parse_size("64KiB").value() == 64 * 1024);
+    CHECK(parse_size("1GiB").value() == (1ULL << 30));
+    CHECK(parse_size("1MB").value() == 1000000);
+    CHECK_FALSE(parse_size("-1").ok());
+    CHECK_FALSE(parse_size("1.5GiB").ok());
+    CHECK(parse_size("99999999999GiB").error().message().find("too large") != std::string::npos);
+    CHECK(parse_size("18446744073709551616").error().message().find("too large") !=
+          std::string::npos);
+    CHECK(format_size(1ULL << 30) == "1GiB");
+    CHECK(format_size(1000) == "1000B");
+}
+
+TEST_CASE("rfc3339: UTC with optional millis") {
+    WallTime t{std::chrono::milliseconds(1'700'000'000'123LL)};
+    CHECK(format_rfc3339(t) == "2023-11-14T22:13:20Z");
+    CHECK(format_rfc3339(t, true) == "2023-11-14T22:13:20.123Z");
+}
+
+TEST_CASE("log: logfmt quotes what needs it, JSON escapes control characters") {
+    std::string text = log::render(log::Format::text, "T", log::Level::info, "child started",
+                                   {{"pid", 42}, {"path", "/a b"}, {"ok", true}});
+    CHECK(text == "ts=T level=info msg=\"child started\" pid=42 path=\"/a b\" ok=true");
+    std::string json = log::render(log::Format::json, "T", log::Level::warn, "x\ny",
+                                   {{"n", 7}, {"s", "q\"\x01"}});
+    CHECK(json == "{\"ts\":\"T\",\"level\":\"warn\",\"msg\":\"x\\ny\",\"n\":7,\"s\":\"q\\\"\\u0001\"}");
+}
+
+TEST_CASE("result: context is prefixed layer by layer") {
+    auto inner = []() -> Status { return fail_errno("write", ENOSPC); };
+    auto outer = [&]() -> Status {
+        MYR_TRY(inner(), "copy to staging");
+        return {};
+    };
+    Status s = outer();
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().message() == "copy to staging: write: No space left on device");
+    CHECK(s.error().sys_errno() == ENOSPC);
+    Result<int> r = 5;
+    CHECK(r.ok());
+    CHECK(*r == 5);
+}
+
+TEST_CASE("fault: a named point fails on the chosen pass only") {
+    ::setenv("MYRIARCH_FAULT", "a.b:fail@2,c:fail", 1);
+    fault::reload();
+#ifdef MYR_FAULT_INJECTION
+    CHECK(fault::point("a.b").ok());
+    CHECK_FALSE(fault::point("a.b").ok());
+    CHECK(fault::point("a.b").ok());
+    CHECK_FALSE(fault::point("c").ok());
+    CHECK(fault::point("d").ok());
+#else
+    CHECK(fault::point("c").ok());
+#endif
+    ::unsetenv("MYRIARCH_FAULT");
+    fault::reload();
+    CHECK(fault::point("c").ok());
+}
+
+TEST_CASE("fake clock moves only when told") {
+    FakeClock c;
+    auto t0 = c.now();
+    c.advance(5s);
+    CHECK(c.now() - t0 == 5s);
+}
