@@ -60,4 +60,8 @@ class TempFile {
 // ("larger than N bytes") without being read in full.
 [[nodiscard]] Result<std::string> read_file_at(int dirfd, const std::string& name, size_t max_size);
 
+// True for names made by TempFile/replace_symlink (".<name>.tmp-XXXXXX"): leftovers of a crash that
+// recovery may remove.
+bool is_temp_name(std::string_view name);
+
 }  // namespace myr::fsx
