@@ -1,5 +1,6 @@
 #include "core/fault.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -22,6 +23,7 @@ struct Rule {
 
 struct State {
     bool loaded = false;
+    std::string trace_path;  // MYRIARCH_FAULT_TRACE: every point passed is appended there
     std::vector<Rule> rules;
     std::map<std::string, unsigned, std::less<>> passes;
 };
@@ -36,6 +38,8 @@ void load() {
     s.rules.clear();
     s.passes.clear();
     s.loaded = true;
+    const char* trace = std::getenv("MYRIARCH_FAULT_TRACE");
+    s.trace_path = trace ? trace : "";
     const char* env = std::getenv("MYRIARCH_FAULT");
     if (!env) return;
     std::string spec(env);
@@ -61,6 +65,18 @@ void load() {
     }
 }
 
+// One line per pass, written with O_APPEND in a single write so that a crash right after the point
+// still leaves the line behind: crash matrices enumerate the points an operation passes this way.
+void append_trace(const std::string& path, std::string_view name) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    std::string line(name);
+    line += '\n';
+    ssize_t n = ::write(fd, line.data(), line.size());
+    (void)n;
+    ::close(fd);
+}
+
 }  // namespace
 
 void reload() { load(); }
@@ -68,6 +84,7 @@ void reload() { load(); }
 Status point(std::string_view name) {
     State& s = state();
     if (!s.loaded) load();
+    if (!s.trace_path.empty()) append_trace(s.trace_path, name);
     if (s.rules.empty()) return {};
     auto it = s.passes.find(name);
     if (it == s.passes.end()) it = s.passes.emplace(std::string(name), 0).first;
