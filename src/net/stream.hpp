@@ -1,0 +1,71 @@
+// A client byte stream on the loop: name resolution (uv_getaddrinfo, on libuv's work queue), the
+// plaintext-transport rule, TCP connect over each resolved address in turn, then optionally TLS.
+// The owner sees plaintext only. Shared by the HTTP and WebSocket clients.
+//
+// Lifetime: destroying the Stream (even from inside a handler) drops the connection at once and no
+// handler runs afterwards; libuv memory is released in close callbacks.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace myr::net {
+
+struct StreamOptions {
+    std::string host;  // a name, an IPv4 literal or an IPv6 literal without brackets
+    uint16_t port = 0;
+    bool tls = false;
+    std::string ca_file;          // "" = system store
+    std::string tls_server_name;  // "" = host; the name the certificate must carry
+    // Plaintext to a resolved address outside 127.0.0.0/8 and ::1 is refused unless this is set.
+    bool allow_insecure_transport = false;
+    // Names the URL in messages, e.g. "ws://example.com:80" (default "host:port").
+    std::string label;
+};
+
+class Stream {
+  public:
+    struct Handlers {
+        std::function<void()> on_connected;             // TCP (and TLS) established
+        std::function<void(std::string_view)> on_data;  // plaintext from the peer
+        // Once, unless close() was called first: ok when the peer closed the connection
+        // (EOF / close_notify), else what failed ("connect 127.0.0.1:9: connection refused").
+        std::function<void(Status)> on_end;
+    };
+
+    Stream(uv_loop_t* loop, StreamOptions opts, Handlers handlers);
+    ~Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+
+    // Starts resolving and connecting. Failures, even immediate ones, come through on_end later.
+    void start();
+    // Queues plaintext for sending (only after on_connected).
+    void write(std::string_view data);
+    // Bytes queued in the kernel-facing write path and not yet written, for backpressure.
+    size_t pending_write_bytes() const;
+    // Stop / restart reading from the socket (backpressure for slow consumers).
+    void pause_reading();
+    void resume_reading();
+    // Flushes queued writes (and a TLS close_notify), then closes. No handler runs afterwards.
+    void close();
+    // The address connected to, e.g. "127.0.0.1:8443" ("" before connecting).
+    std::string peer() const;
+
+    class Impl;
+
+  private:
+    Impl* impl_;
+};
+
+// Whether a numeric address is loopback (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104).
+bool is_loopback_address(const std::string& numeric);
+
+}  // namespace myr::net
