@@ -28,8 +28,9 @@ mkdir -p "$base/out"
 
 now() { date +%s.%N; }
 
+# Removes the file the next run writes (both contenders create a new file) and levels the cache.
 prepare() {
-    rm -f "$base/out/a" "$base/out/b"
+    rm -f "$1"
     sync
     if [ "${DROP_CACHES:-0}" = 1 ]; then
         echo 3 > /proc/sys/vm/drop_caches
@@ -39,7 +40,7 @@ prepare() {
 }
 
 run_copy() {
-    prepare
+    prepare "$base/out/a"
     t0=$(now)
     "$bin" copy "$src" "$base/out/a"
     t1=$(now)
@@ -47,7 +48,7 @@ run_copy() {
 }
 
 run_cp() {
-    prepare
+    prepare "$base/out/b"
     t0=$(now)
     cp "$src" "$base/out/b"
     sync
@@ -74,9 +75,11 @@ while [ "$i" -le "$rounds" ]; do
     i=$((i + 1))
 done
 
-got=$(sha256sum < "$base/out/a" | cut -d' ' -f1)
 status=0
-if [ "$got" != "$expected" ]; then echo "FAIL: the copy differs from the source" >&2; status=1; fi
+for f in a b; do
+    got=$(sha256sum < "$base/out/$f" | cut -d' ' -f1)
+    if [ "$got" != "$expected" ]; then echo "FAIL: out/$f differs from the source" >&2; status=1; fi
+done
 
 median() { echo "$@" | tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 m_copy=$(median $copy_times)
