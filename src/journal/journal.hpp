@@ -1,0 +1,109 @@
+// The operation journal `<stateDir>/journal.json` (volume.md, "Journal").
+//
+// Written durably (temp file, fsync, rename, fsync of the directory) before each side effect of a
+// seed, an update or a rollback, removed when the operation is over. Its presence at start
+// therefore means the last operation was cut short by a hard kill or a power loss, and `recover`
+// (recover.hpp) reads it to put the volume back in a known state before anything else happens:
+//
+//   op        phase                              recovery
+//   seed      any                                clean .staging/; `current` is either the old or
+//   the
+//                                                new complete version; seeding then runs again
+//   update    before the switch (downloading …   clean .staging/ and spool/; `current` unchanged
+//             stopping)
+//   update    swapping and later                 switch `current` back to `from` (idempotent when
+//   it
+//             (swapping, starting, health-        still points there); the update is reported
+//             failed checking, rolling-back, unknown)    ("interrupted"); `to` stays on disk until
+//             GC
+//   rollback  any                                finish: switch `current` to `to`
+//   unparsable                                   moved aside to journal.json.corrupt-<ts>;
+//   `current`
+//                                                kept (seeding replaces it when it is not intact)
+//
+// Phases are free strings so that the installer can journal its own states; the ones below are the
+// shared vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+#include "fsx/fd.hpp"
+
+namespace myr::journal {
+
+enum class Op { seed, update, rollback };
+const char* to_string(Op op);
+
+namespace phase {
+// Seeding and the store's activation steps (store::to_string(store::Step)).
+inline constexpr std::string_view staging = "staging";
+inline constexpr std::string_view installing = "installing";
+inline constexpr std::string_view switching = "switching";
+// The installer's journaled states (update.md).
+inline constexpr std::string_view downloading = "downloading";
+inline constexpr std::string_view verifying = "verifying";
+inline constexpr std::string_view preflight = "preflight";
+inline constexpr std::string_view stopping = "stopping";
+inline constexpr std::string_view swapping = "swapping";
+inline constexpr std::string_view starting = "starting";
+inline constexpr std::string_view health_checking = "health-checking";
+inline constexpr std::string_view rolling_back = "rolling-back";
+}  // namespace phase
+
+// True for phases of an update in which `current` has certainly not been switched yet.
+bool before_switch(std::string_view phase);
+
+struct Record {
+    std::string id;  // UUID (v4), one per operation
+    Op op = Op::seed;
+    std::string phase;
+    std::string from;  // version active when the operation began ("" when none)
+    std::string to;    // version the operation moves to
+    std::string started_at;
+    uint32_t attempt = 1;
+};
+
+// A new record with a fresh id and the current time.
+Record begin(Op op, std::string from, std::string to, std::string phase);
+
+// Strict: unknown op, a missing field, a from/to that is not empty or a canonical version (a
+// hostile "../x") all fail.
+[[nodiscard]] Result<Record> parse(std::string_view json);
+std::string render(const Record& r);
+
+// What is on disk.
+struct Loaded {
+    enum class Kind { absent, ok, corrupt };
+    Kind kind = Kind::absent;
+    Record record;       // when ok
+    std::string reason;  // when corrupt
+};
+
+class Journal {
+  public:
+    // Opens (creating when missing) the state directory, an absolute path.
+    [[nodiscard]] static Result<Journal> open(const std::string& state_dir);
+
+    const std::string& dir() const { return dir_; }
+    int dir_fd() const { return fd_.get(); }
+
+    // absent, ok, or corrupt (unparsable, larger than 64 KiB, not a regular file).
+    [[nodiscard]] Result<Loaded> load() const;
+    // Durable replace. Fault points `journal.write.before`/`.after`.
+    [[nodiscard]] Status write(const Record& r);
+    // Durable removal. Fault points `journal.clear.before`/`.after`.
+    [[nodiscard]] Status clear();
+    // Renames journal.json to journal.json.corrupt-<UTC timestamp> (evidence is never deleted) and
+    // returns the new name. Fault points `journal.aside.before`/`.after`.
+    [[nodiscard]] Result<std::string> move_aside();
+
+  private:
+    std::string dir_;
+    fsx::UniqueFd fd_;
+};
+
+}  // namespace myr::journal

@@ -1,0 +1,175 @@
+#include "journal/recover.hpp"
+
+#include <sys/stat.h>
+
+#include "core/fault.hpp"
+#include "core/log.hpp"
+#include "fsx/dir.hpp"
+#include "store/activate.hpp"
+
+namespace myr::journal {
+namespace {
+
+// `.<name>.tmp-XXXXXX`, the temp names of fsx (file writes and the symlink switch).
+bool is_temp_name(const std::string& n) {
+    if (n.size() < 2 || n[0] != '.') return false;
+    size_t pos = n.rfind(".tmp-");
+    return pos != std::string::npos && pos > 0 && n.size() - pos == 5 + 6;
+}
+
+Result<int> remove_temps(int dirfd, const std::string& where) {
+    auto names = fsx::list_dir(dirfd);
+    if (!names) return names.fail("list " + where);
+    int removed = 0;
+    for (const std::string& n : *names) {
+        if (!is_temp_name(n)) continue;
+        auto st = fsx::stat_at(dirfd, n);
+        if (!st) return st.fail(where);
+        if (!st->has_value() || S_ISDIR((*st)->st_mode)) continue;
+        MYR_TRY(fault::point("recover.temp.before"), "recover");
+        MYR_TRY(fsx::unlink_at(dirfd, n), "remove " + where + "/" + n);
+        MYR_TRY(fault::point("recover.temp.after"), "recover");
+        ++removed;
+    }
+    if (removed) MYR_TRY(fsx::fsync_dir(dirfd), "sync " + where);
+    return removed;
+}
+
+Result<int> sweep_temps(const store::Volume& vol, const Journal& journal) {
+    int total = 0;
+    auto n = remove_temps(vol.root_fd(), vol.path());
+    if (!n) return n.fail();
+    total += *n;
+    n = remove_temps(journal.dir_fd(), journal.dir());
+    if (!n) return n.fail();
+    total += *n;
+    auto versions = fsx::list_dir(vol.versions_fd());
+    if (!versions) return versions.fail("list versions");
+    for (const std::string& v : *versions) {
+        auto st = fsx::stat_at(vol.versions_fd(), v);
+        if (!st) return st.fail("versions");
+        if (!st->has_value() || !S_ISDIR((*st)->st_mode)) continue;  // never enter a symlink
+        auto dir = fsx::open_dir_at(vol.versions_fd(), v);
+        if (!dir) continue;
+        n = remove_temps(dir->get(), vol.path() + "/versions/" + v);
+        if (!n) return n.fail();
+        total += *n;
+    }
+    return total;
+}
+
+// Downloads of an interrupted update are discarded with it (volume.md).
+Result<int> clear_spool(const Journal& journal) {
+    auto st = fsx::stat_at(journal.dir_fd(), "spool");
+    if (!st) return st.fail("spool");
+    if (!st->has_value()) return 0;
+    if (!S_ISDIR((*st)->st_mode)) {
+        MYR_TRY(fsx::remove_tree_at(journal.dir_fd(), "spool"), "remove spool");
+        return 1;
+    }
+    auto dir = fsx::open_dir_at(journal.dir_fd(), "spool");
+    if (!dir) return dir.fail("open spool");
+    auto names = fsx::list_dir(dir->get());
+    if (!names) return names.fail("list spool");
+    for (const std::string& n : *names) {
+        MYR_TRY(fault::point("recover.spool.before"), "recover");
+        MYR_TRY(fsx::remove_tree_at(dir->get(), n), "remove spool/" + n);
+        MYR_TRY(fault::point("recover.spool.after"), "recover");
+    }
+    if (!names->empty()) MYR_TRY(fsx::fsync_dir(dir->get()), "sync spool");
+    return static_cast<int>(names->size());
+}
+
+// Points `current` at `version` unless it already does. When `version` is "" (nothing was active
+// before) or not intact, `current` is removed instead: the version the operation moved to is
+// unproven, so it must not stay active, and seeding then activates the image binary.
+Result<std::string> restore(const store::Volume& vol, const std::string& version) {
+    auto cur = store::current_target(vol);
+    if (!cur) return cur.fail();
+    if (!version.empty() && *cur == version) return "kept current at " + version;
+    if (version.empty() || !store::intact(vol, version)) {
+        auto st = fsx::stat_at(vol.root_fd(), "current");
+        if (!st) return st.fail();
+        if (!st->has_value()) return std::string("none");
+        MYR_TRY(store::remove_current(vol), "recover");
+        return version.empty() ? std::string("removed current (nothing was active before)")
+                               : "removed current (" + version + " is not intact)";
+    }
+    MYR_TRY(fault::point("recover.switch.before"), "recover");
+    MYR_TRY(store::switch_current(vol, version, true), "recover");
+    MYR_TRY(fault::point("recover.switch.after"), "recover");
+    return "switched current to " + version;
+}
+
+}  // namespace
+
+Result<Recovery> recover(const store::Volume& vol, Journal& journal) {
+    Recovery out;
+    auto loaded = journal.load();
+    if (!loaded) return loaded.fail("recover");
+    out.journal = loaded->kind;
+    bool clear_journal = false;
+    switch (loaded->kind) {
+        case Loaded::Kind::absent:
+            break;
+        case Loaded::Kind::corrupt: {
+            out.corrupt_reason = loaded->reason;
+            log::warn("recovery: journal cannot be parsed, moving it aside",
+                      {{"dir", journal.dir()}, {"error", loaded->reason}});
+            auto aside = journal.move_aside();
+            if (!aside) return aside.fail("recover");
+            out.moved_aside = *aside;
+            out.action = "kept current";
+            break;
+        }
+        case Loaded::Kind::ok: {
+            const Record& r = loaded->record;
+            out.record = r;
+            clear_journal = true;
+            Result<std::string> done = std::string("none");
+            switch (r.op) {
+                case Op::seed:
+                    // Every seed step leaves `current` at a complete version (old or new); seeding
+                    // is evaluated again right after recovery.
+                    done = std::string("kept current");
+                    break;
+                case Op::update:
+                    out.update_interrupted = true;
+                    done = restore(vol, r.from);
+                    break;
+                case Op::rollback:
+                    done = restore(vol, r.to);
+                    break;
+            }
+            if (!done) return done.fail("recover " + std::string(to_string(r.op)));
+            out.action = *done;
+            break;
+        }
+    }
+    auto staged = store::clear_staging(vol);
+    if (!staged) return staged.fail("recover");
+    out.staging_removed = *staged;
+    auto temps = sweep_temps(vol, journal);
+    if (!temps) return temps.fail("recover");
+    out.temp_removed = *temps;
+    if (out.record && out.record->op == Op::update) {
+        auto spool = clear_spool(journal);
+        if (!spool) return spool.fail("recover");
+        out.spool_removed = *spool;
+    }
+    // Last, so that a crash anywhere above repeats the whole recovery at the next start.
+    if (clear_journal) MYR_TRY(journal.clear(), "recover");
+    if (out.journal != Loaded::Kind::absent || out.staging_removed || out.temp_removed) {
+        log::warn("recovery: interrupted operation cleaned up",
+                  {{"op", out.record ? to_string(out.record->op) : "unknown"},
+                   {"phase", out.record ? out.record->phase : ""},
+                   {"from", out.record ? out.record->from : ""},
+                   {"to", out.record ? out.record->to : ""},
+                   {"action", out.action},
+                   {"staging_removed", out.staging_removed},
+                   {"temp_removed", out.temp_removed}});
+    }
+    return out;
+}
+
+}  // namespace myr::journal

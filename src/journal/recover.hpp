@@ -1,0 +1,35 @@
+// Start-up recovery (volume.md, "Journal"): runs first at every start, before seeding and before
+// the child starts. See the table at the top of journal.hpp.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/result.hpp"
+#include "journal/journal.hpp"
+#include "store/volume.hpp"
+
+namespace myr::journal {
+
+struct Recovery {
+    Loaded::Kind journal = Loaded::Kind::absent;
+    std::optional<Record> record;  // the interrupted operation, when the journal parsed
+    // What was done, for the log: "none", "switched back to 0.115.0", "finished rollback to …",
+    // "kept current", "removed current".
+    std::string action = "none";
+    bool update_interrupted = false;  // report the update as failed ("interrupted")
+    std::string corrupt_reason;       // why the journal did not parse
+    std::string moved_aside;          // its new name under the state directory
+    int staging_removed = 0;          // entries removed from .staging/
+    int temp_removed = 0;             // leftover temp files removed
+    int spool_removed = 0;            // spool entries removed
+};
+
+// Puts the volume back in a known state after an interrupted operation, idempotently: a crash
+// during recovery is recovered by the next start (the journal is removed last). Always removes
+// leftovers in .staging/ and temp files (`.<name>.tmp-XXXXXX`) in the install directory, its
+// version directories and the state directory. Fault points `recover.*` via the store and journal
+// points it uses.
+[[nodiscard]] Result<Recovery> recover(const store::Volume& vol, Journal& journal);
+
+}  // namespace myr::journal

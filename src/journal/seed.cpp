@@ -1,0 +1,177 @@
+#include "journal/seed.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/log.hpp"
+#include "fsx/fd.hpp"
+#include "store/activate.hpp"
+#include "verify/sha256.hpp"
+
+namespace myr::journal {
+namespace {
+
+Status require_no_journal(const Journal& journal, const char* what) {
+    auto loaded = journal.load();
+    if (!loaded) return loaded.fail(what);
+    if (loaded->kind != Loaded::Kind::absent) {
+        return fail(std::string(what) + ": " + journal.dir() +
+                    "/journal.json exists: recovery must run first");
+    }
+    return {};
+}
+
+Result<fsx::UniqueFd> open_image(const std::string& path) {
+    fsx::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (!fd) return fail_errno("open " + path);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return fail_errno("stat " + path);
+    if (!S_ISREG(st.st_mode)) return fail(path + ": not a regular file");
+    int flags = ::fcntl(fd.get(), F_GETFL);
+    if (flags >= 0) (void)::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+    return fd;
+}
+
+Result<std::string> hash_image(int fd, const std::string& path) {
+    if (::lseek(fd, 0, SEEK_SET) < 0) return fail_errno("seek " + path);
+    auto d = verify::sha256_fd(fd);
+    if (!d) return d.fail("hash " + path);
+    return verify::to_hex(*d);
+}
+
+void log_outcome(const SeedOutcome& o, const std::string& image_path) {
+    log::info(o.activated ? "seed: image version activated" : "seed: active version kept",
+              {{"rule", store::to_string(o.rule)},
+               {"image", image_path},
+               {"image_version", o.image_version},
+               {"active", o.active_version},
+               {"previous", o.previous_version},
+               {"reused", o.reused},
+               {"reason", o.reason}});
+}
+
+}  // namespace
+
+Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedInput& in) {
+    MYR_TRY(require_no_journal(journal, "seed"), "seed");
+    SeedOutcome out;
+    auto act = store::active(vol);
+    if (!act) return act.fail("seed");
+
+    auto x = in.version_ok ? store::version_from_output(in.version_output) : std::nullopt;
+    if (!x) {
+        std::string why = in.version_ok ? "no version in `" + in.image_path + " --version` output"
+                                        : "`" + in.image_path + " --version` failed";
+        if (act->state != store::Active::State::intact) {
+            return fail("seed: " + why + ", and no intact version is active" +
+                        (act->reason.empty() ? "" : " (" + act->reason + ")"));
+        }
+        out.rule = store::Rule::image_version_unknown;
+        out.active_version = act->version;
+        out.previous_version = act->marker->previous_version;
+        out.reason = why;
+        log_outcome(out, in.image_path);
+        return out;
+    }
+    out.image_version = *x;
+
+    fsx::UniqueFd image;
+    std::string image_sha;
+    if (store::needs_image_hash(in.policy, *x, *act)) {
+        auto fd = open_image(in.image_path);
+        if (!fd) return fd.fail("seed");
+        image = std::move(*fd);
+        auto h = hash_image(image.get(), in.image_path);
+        if (!h) return h.fail("seed");
+        image_sha = *h;
+    }
+    store::Decision d = store::decide(in.policy, *x, *act, image_sha);
+    out.rule = d.rule;
+    out.reason = act->reason;
+    if (!d.activate) {
+        out.active_version = act->version;
+        out.previous_version = act->marker ? act->marker->previous_version : "";
+        log_outcome(out, in.image_path);
+        return out;
+    }
+
+    if (!image) {
+        auto fd = open_image(in.image_path);
+        if (!fd) return fd.fail("seed");
+        image = std::move(*fd);
+    }
+    if (image_sha.empty()) {
+        // The hash read before copying: the copy must reproduce it byte for byte.
+        auto h = hash_image(image.get(), in.image_path);
+        if (!h) return h.fail("seed");
+        image_sha = *h;
+    }
+
+    Record rec = begin(Op::seed, act->state == store::Active::State::intact ? act->version : "", *x,
+                       std::string(phase::staging));
+    store::ActivateRequest req;
+    req.version = *x;
+    req.source = store::Source::image;
+    req.image_fd = image.get();
+    req.expected_sha256 = image_sha;
+    auto journaled = [&](store::Step s) -> Status {
+        rec.phase = store::to_string(s);
+        return journal.write(rec);
+    };
+    auto done = store::activate(vol, req, journaled);
+    if (!done) {
+        // Nothing was switched (a failed activation leaves `current` alone): the journal goes.
+        Status cleared = journal.clear();
+        if (!cleared)
+            log::warn("seed: journal left for recovery", {{"error", cleared.error().message()}});
+        return done.fail("seed");
+    }
+    MYR_TRY(journal.clear(), "seed");
+    out.activated = true;
+    out.reused = done->reused;
+    out.active_version = *x;
+    out.previous_version = done->marker.previous_version;
+    log_outcome(out, in.image_path);
+
+    auto collected = store::gc(vol, in.keep_versions);
+    if (!collected) {
+        log::warn("seed: garbage collection failed", {{"error", collected.error().message()}});
+    }
+    return out;
+}
+
+Result<std::string> rollback(const store::Volume& vol, Journal& journal) {
+    MYR_TRY(require_no_journal(journal, "rollback"), "rollback");
+    auto from = store::current_target(vol);
+    if (!from) return from.fail("rollback");
+    auto to = store::rollback_target(vol);
+    if (!to) return to.fail();
+    if (!store::intact(vol, *to)) return fail("rollback: " + *to + " is not intact");
+    MYR_TRY(journal.write(begin(Op::rollback, *from, *to, std::string(phase::switching))),
+            "rollback");
+    auto done = store::rollback(vol);
+    if (!done) return done.fail();
+    MYR_TRY(journal.clear(), "rollback");
+    return *done;
+}
+
+Result<store::GcResult> gc(const store::Volume& vol, const Journal& journal,
+                           uint32_t keep_versions) {
+    auto loaded = journal.load();
+    if (!loaded) return loaded.fail("gc");
+    std::vector<std::string> protect;
+    switch (loaded->kind) {
+        case Loaded::Kind::absent:
+            break;
+        case Loaded::Kind::corrupt:
+            return fail("gc: " + journal.dir() + "/journal.json cannot be parsed; nothing removed");
+        case Loaded::Kind::ok:
+            if (!loaded->record.from.empty()) protect.push_back(loaded->record.from);
+            if (!loaded->record.to.empty()) protect.push_back(loaded->record.to);
+            break;
+    }
+    return store::gc(vol, keep_versions, protect);
+}
+
+}  // namespace myr::journal
