@@ -2,6 +2,7 @@
 // must leave the old file and no temp file), symlink refusal, and the size cap of read_file_at.
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -410,4 +411,41 @@ TEST_CASE("fsx: copy_file_atomic refuses a symlink destination before copying") 
     CHECK(copied.error().message().find("symlink") != std::string::npos);
     CHECK(myr::test::read_file(t / "victim") == "precious");
     CHECK(temp_leftovers(dir.get()).empty());
+}
+
+TEST_CASE("fsx: ENOSPC on a full tmpfs keeps the old file and leaves no temp file") {
+    if (!myr::test::is_root()) {
+        MESSAGE("skipped: mounting a tmpfs needs root");
+        return;
+    }
+    TempDir t;
+    myr::test::write_file(t / "src", pattern(3 * 1024 * 1024));
+    ::mkdir((t / "vol").c_str(), 0755);
+    REQUIRE(::mount("tmpfs", (t / "vol").c_str(), "tmpfs", 0, "size=1m") == 0);
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
+    } unmount{t / "vol"};
+    auto vol = must_open_dir(t / "vol");
+    REQUIRE(write_file_atomic(vol.get(), "binary", "old", 0755).ok());
+    auto src_dir = must_open_dir(t.path());
+
+    for (bool observe : {false, true}) {
+        CAPTURE(observe);
+        auto src = open_regular_at(src_dir.get(), "src");
+        REQUIRE(src.ok());
+        ChunkObserver obs;
+        if (observe) obs = [](const uint8_t*, size_t) {};
+        auto copied = copy_file_atomic(src->get(), vol.get(), "binary", 0755, obs);
+        REQUIRE_FALSE(copied.ok());
+        CHECK(copied.error().sys_errno() == ENOSPC);
+        CHECK(copied.error().message() == "write: No space left on device");
+        CHECK(myr::test::read_file(t / "vol/binary") == "old");
+        CHECK(temp_leftovers(vol.get()).empty());
+    }
+    auto big = write_file_atomic(vol.get(), "binary", pattern(2 * 1024 * 1024), 0755);
+    REQUIRE_FALSE(big.ok());
+    CHECK(big.error().sys_errno() == ENOSPC);
+    CHECK(myr::test::read_file(t / "vol/binary") == "old");
+    CHECK(temp_leftovers(vol.get()).empty());
 }
