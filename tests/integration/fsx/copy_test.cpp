@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -504,6 +505,61 @@ TEST_CASE("copy and install-self: no socket is created (strace)") {
         CHECK_FALSE(contains(log, "connect("));
     }
     CHECK(read_file(t / "dst") == "x");
+}
+
+TEST_CASE("copy: temp file, fsync, fchmod, rename and directory fsync go through one dir fd") {
+    if (::access("/usr/bin/strace", X_OK) != 0) {
+        MESSAGE("skipped: strace not installed");
+        return;
+    }
+    TempDir t;
+    ::mkdir((t / "vol").c_str(), 0755);
+    write_file(t / "src", "x", 0644);
+    const std::string trace = t / "trace";
+    auto r = run({"/usr/bin/strace", "-qq", "-o", trace, "-e",
+                  "trace=openat,renameat,renameat2,fsync,fchmod", updater_bin(), "copy", t / "src",
+                  t / "vol/dst"});
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::vector<std::string> lines;
+    {
+        std::string log = read_file(trace), line;
+        for (char c : log) {
+            if (c != '\n') {
+                line += c;
+            } else {
+                lines.push_back(line);
+                line.clear();
+            }
+        }
+    }
+    auto result_of = [](const std::string& line) { return line.substr(line.rfind("= ") + 2); };
+    // The sequence, each step found after the previous one.
+    size_t i = 0;
+    auto next = [&](const std::function<bool(const std::string&)>& pred) {
+        while (i < lines.size() && !pred(lines[i])) ++i;
+        REQUIRE(i < lines.size());
+        return lines[i++];
+    };
+    std::string dir_open = next([&](const std::string& l) {
+        return contains(l, "openat(AT_FDCWD, \"" + (t / "vol") + "\"");
+    });
+    CHECK(contains(dir_open, "O_NOFOLLOW"));
+    CHECK(contains(dir_open, "O_DIRECTORY"));
+    const std::string dirfd = result_of(dir_open);
+    std::string tmp_open = next([&](const std::string& l) { return contains(l, ".dst.tmp-"); });
+    CHECK(contains(tmp_open, "openat(" + dirfd + ", "));
+    CHECK(contains(tmp_open, "O_CREAT|O_EXCL"));
+    CHECK(contains(tmp_open, "O_NOFOLLOW"));
+    CHECK(contains(tmp_open, ", 0600)"));
+    const std::string tmpfd = result_of(tmp_open);
+    next([&](const std::string& l) { return contains(l, "fsync(" + tmpfd + ")"); });
+    next([&](const std::string& l) { return contains(l, "fchmod(" + tmpfd + ", 0644)"); });
+    std::string rename = next([&](const std::string& l) { return contains(l, "rename"); });
+    CHECK(contains(rename, "(" + dirfd + ", \".dst.tmp-"));
+    CHECK(contains(rename, ", " + dirfd + ", \"dst\")"));
+    next([&](const std::string& l) { return contains(l, "fsync(" + dirfd + ")"); });
+    CHECK(read_file(t / "vol/dst") == "x");
 }
 
 TEST_CASE("copy and install-self: work without any network namespace access (unshare --net)") {
