@@ -1,7 +1,8 @@
 // Directory primitives that work through an open directory fd, never re-resolving a path, and never
 // follow a symlink in the last component. Every side effect is preceded by a fault point
 // (`fsx.mkdir`, `fsx.rename`, `fsx.symlink`, `fsx.unlink`, `fsx.fsync_dir`) so tests can fail or
-// crash each step. Errors carry errno text: "mkdir staging: Permission denied".
+// crash each step. Errors name the step and carry errno text ("mkdir: Permission denied"); the
+// caller adds the path.
 #pragma once
 
 #include <sys/stat.h>
