@@ -1,0 +1,496 @@
+#include "net/stream.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "net/timer.hpp"
+#include "net/tls.hpp"
+
+namespace myr::net {
+namespace {
+
+std::string uv_text(int err) {
+    return uv_strerror(err);
+}
+
+std::string format_addr(const sockaddr_storage& sa) {
+    char buf[INET6_ADDRSTRLEN] = {};
+    uint16_t port = 0;
+    if (sa.ss_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(&sa);
+        inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
+        port = ntohs(in->sin_port);
+        return std::string(buf) + ":" + std::to_string(port);
+    }
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
+    port = ntohs(in6->sin6_port);
+    return "[" + std::string(buf) + "]:" + std::to_string(port);
+}
+
+std::string numeric_host(const sockaddr_storage& sa) {
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (sa.ss_family == AF_INET) {
+        inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&sa)->sin_addr, buf, sizeof buf);
+    } else {
+        inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&sa)->sin6_addr, buf,
+                  sizeof buf);
+    }
+    return buf;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+bool is_loopback_address(const std::string& numeric) {
+    in_addr v4{};
+    if (inet_pton(AF_INET, numeric.c_str(), &v4) == 1) {
+        return (ntohl(v4.s_addr) >> 24) == 127;
+    }
+    in6_addr v6{};
+    if (inet_pton(AF_INET6, numeric.c_str(), &v6) == 1) {
+        if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+        return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+    }
+    return false;
+}
+
+// Owns the libuv side of a Stream. It outlives the Stream when handles are still closing and
+// deletes itself once nothing of libuv refers to it any more.
+class Stream::Impl {
+  public:
+    Impl(uv_loop_t* loop, StreamOptions opts, Handlers handlers)
+        : loop_(loop), opts_(std::move(opts)), h_(std::move(handlers)), defer_(loop) {
+        if (opts_.label.empty()) opts_.label = opts_.host + ":" + std::to_string(opts_.port);
+    }
+
+    void start();
+    void write(std::string_view data);
+    void pause_reading();
+    void resume_reading();
+    void graceful_close();
+    void detach();
+    size_t pending_write_bytes() const { return pending_bytes_; }
+    const std::string& peer() const { return peer_; }
+
+  private:
+    struct Resolve {
+        uv_getaddrinfo_t req;
+        Impl* impl;  // null once the Stream is gone
+    };
+    struct Tcp {
+        uv_tcp_t tcp;
+        Impl* impl;
+    };
+    struct Connect {
+        uv_connect_t req;
+        Impl* impl;
+    };
+    struct Write {
+        uv_write_t req;
+        std::string data;
+        Impl* impl;
+    };
+
+    void on_resolved(int status, addrinfo* res);
+    void try_next_address();
+    void on_connect(int status);
+    void on_read(ssize_t nread, const uv_buf_t* buf);
+    void on_plaintext_or_tls(std::string_view bytes);
+    void flush_tls();
+    void send_raw(std::string data);
+    void end(Status st);
+    void close_tcp();
+    void maybe_free() {
+        if (detached_ && resolve_ == nullptr && tcp_ == nullptr && closing_handles_ == 0)
+            delete this;
+    }
+    // Each report runs with a check afterwards: the owner may have destroyed the Stream inside.
+    // Handlers run from copies: the owner may replace or drop them from inside.
+    void report_connected() {
+        if (auto cb = h_.on_connected) cb();
+    }
+    void report_data(std::string_view bytes) {
+        if (auto cb = h_.on_data) cb(bytes);
+    }
+
+    uv_loop_t* loop_;
+    StreamOptions opts_;
+    Handlers h_;
+    Timer defer_;
+    Resolve* resolve_ = nullptr;
+    std::vector<sockaddr_storage> addrs_;
+    size_t next_addr_ = 0;
+    std::string last_connect_error_;
+    Tcp* tcp_ = nullptr;
+    int closing_handles_ = 0;
+    std::unique_ptr<TlsSession> tls_;
+    bool connected_ = false;  // TCP and TLS are up
+    bool tcp_up_ = false;
+    bool paused_ = false;
+    bool ended_ = false;
+    bool detached_ = false;
+    bool shutting_down_ = false;
+    size_t pending_bytes_ = 0;
+    std::string peer_;
+};
+
+void Stream::Impl::start() {
+    if (opts_.host.empty() || opts_.port == 0) {
+        end(fail(opts_.label + ": no host or port to connect to"));
+        return;
+    }
+    // RFC 6761 section 6.3: "localhost" names are loopback and never go to DNS, also in an image
+    // without /etc/hosts.
+    if (opts_.host == "localhost" || ends_with(opts_.host, ".localhost")) {
+        sockaddr_storage v4{}, v6{};
+        uv_ip4_addr("127.0.0.1", opts_.port, reinterpret_cast<sockaddr_in*>(&v4));
+        uv_ip6_addr("::1", opts_.port, reinterpret_cast<sockaddr_in6*>(&v6));
+        addrs_ = {v4, v6};
+        // Connect from the loop, never from inside start().
+        defer_.start(Duration::zero(), [this] { try_next_address(); });
+        return;
+    }
+    resolve_ = new Resolve{{}, this};
+    resolve_->req.data = resolve_;
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    const std::string port = std::to_string(opts_.port);
+    const int rc = uv_getaddrinfo(
+        loop_, &resolve_->req,
+        [](uv_getaddrinfo_t* req, int status, addrinfo* res) {
+            auto* r = static_cast<Resolve*>(req->data);
+            Impl* impl = r->impl;
+            delete r;
+            if (impl == nullptr) {
+                uv_freeaddrinfo(res);
+                return;
+            }
+            impl->resolve_ = nullptr;
+            impl->on_resolved(status, res);
+        },
+        opts_.host.c_str(), port.c_str(), &hints);
+    if (rc != 0) {
+        delete resolve_;
+        resolve_ = nullptr;
+        const std::string msg = opts_.label + ": resolve " + opts_.host + ": " + uv_text(rc);
+        defer_.start(Duration::zero(), [this, msg] { end(fail(msg)); });
+    }
+}
+
+void Stream::Impl::on_resolved(int status, addrinfo* res) {
+    if (detached_) {
+        uv_freeaddrinfo(res);
+        maybe_free();
+        return;
+    }
+    if (status != 0) {
+        uv_freeaddrinfo(res);
+        end(fail(opts_.label + ": resolve " + opts_.host + ": " + uv_text(status)));
+        return;
+    }
+    for (addrinfo* p = res; p != nullptr; p = p->ai_next) {
+        if (p->ai_family != AF_INET && p->ai_family != AF_INET6) continue;
+        sockaddr_storage sa{};
+        std::memcpy(&sa, p->ai_addr, p->ai_addrlen);
+        addrs_.push_back(sa);
+    }
+    uv_freeaddrinfo(res);
+    if (addrs_.empty()) {
+        end(fail(opts_.label + ": resolve " + opts_.host + ": no IPv4 or IPv6 address"));
+        return;
+    }
+    try_next_address();
+}
+
+void Stream::Impl::try_next_address() {
+    while (next_addr_ < addrs_.size()) {
+        const sockaddr_storage& sa = addrs_[next_addr_++];
+        const std::string numeric = numeric_host(sa);
+        // The transport rule is checked on the resolved address, before any packet leaves: a
+        // name may point anywhere.
+        if (!opts_.tls && !opts_.allow_insecure_transport && !is_loopback_address(numeric)) {
+            end(fail(opts_.label + ": refusing a plaintext connection to " + numeric +
+                     ", which is not a loopback address (allowInsecureTransport is off)"));
+            return;
+        }
+        tcp_ = new Tcp{{}, this};
+        uv_tcp_init(loop_, &tcp_->tcp);
+        tcp_->tcp.data = tcp_;
+        peer_ = format_addr(sa);
+        auto* c = new Connect{{}, this};
+        c->req.data = c;
+        const int rc = uv_tcp_connect(&c->req, &tcp_->tcp, reinterpret_cast<const sockaddr*>(&sa),
+                                      [](uv_connect_t* req, int status) {
+                                          auto* conn = static_cast<Connect*>(req->data);
+                                          Impl* impl = conn->impl;
+                                          delete conn;
+                                          impl->on_connect(status);
+                                      });
+        if (rc == 0) return;
+        delete c;
+        last_connect_error_ = "connect " + peer_ + ": " + uv_text(rc);
+        close_tcp();
+    }
+    end(fail(opts_.label + ": " +
+             (last_connect_error_.empty() ? std::string("no address") : last_connect_error_)));
+}
+
+void Stream::Impl::on_connect(int status) {
+    if (status == UV_ECANCELED || detached_ || ended_) return;  // the handle is closing
+    if (status != 0) {
+        last_connect_error_ = "connect " + peer_ + ": " + uv_text(status);
+        close_tcp();
+        try_next_address();
+        return;
+    }
+    tcp_up_ = true;
+    uv_tcp_nodelay(&tcp_->tcp, 1);
+    if (opts_.tls) {
+        auto config = TlsConfig::client(opts_.ca_file);
+        if (!config) {
+            end(config.fail(opts_.label));
+            return;
+        }
+        const std::string name = opts_.tls_server_name.empty() ? opts_.host : opts_.tls_server_name;
+        auto session = TlsSession::client(*config, name);
+        if (!session) {
+            end(session.fail(opts_.label));
+            return;
+        }
+        tls_ = std::move(*session);
+    }
+    if (!paused_) resume_reading();
+    if (tls_) {
+        on_plaintext_or_tls({});  // sends the ClientHello
+        return;
+    }
+    connected_ = true;
+    report_connected();
+}
+
+void Stream::Impl::resume_reading() {
+    paused_ = false;
+    if (!tcp_up_ || tcp_ == nullptr || ended_) return;
+    uv_read_start(
+        reinterpret_cast<uv_stream_t*>(&tcp_->tcp),
+        [](uv_handle_t*, size_t, uv_buf_t* buf) {
+            // One fixed buffer per read; the data is consumed before the next read.
+            static char storage[64 * 1024];
+            *buf = uv_buf_init(storage, sizeof storage);
+        },
+        [](uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
+            auto* t = static_cast<Tcp*>(s->data);
+            if (t->impl != nullptr) t->impl->on_read(nread, buf);
+        });
+}
+
+void Stream::Impl::pause_reading() {
+    paused_ = true;
+    if (tcp_up_ && tcp_ != nullptr) uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_->tcp));
+}
+
+void Stream::Impl::on_read(ssize_t nread, const uv_buf_t* buf) {
+    if (detached_ || ended_) return;
+    if (nread == UV_EOF) {
+        end({});
+        return;
+    }
+    if (nread < 0) {
+        end(fail(opts_.label + ": read from " + peer_ + ": " + uv_text(static_cast<int>(nread))));
+        return;
+    }
+    if (nread == 0) return;
+    on_plaintext_or_tls(std::string_view(buf->base, static_cast<size_t>(nread)));
+}
+
+void Stream::Impl::on_plaintext_or_tls(std::string_view bytes) {
+    if (!tls_) {
+        report_data(bytes);
+        return;
+    }
+    tls_->feed(bytes);
+    std::string plain;
+    const bool was_done = tls_->handshake_done();
+    auto r = tls_->pump(plain);
+    flush_tls();
+    if (!r) {
+        end(r.fail(opts_.label));
+        return;
+    }
+    if (!was_done && tls_->handshake_done()) {
+        connected_ = true;
+        report_connected();
+        if (detached_ || ended_) return;
+    }
+    if (!plain.empty()) {
+        report_data(plain);
+        if (detached_ || ended_) return;
+    }
+    if (*r) end({});  // close_notify from the peer
+}
+
+void Stream::Impl::flush_tls() {
+    if (tls_ && tls_->has_output()) send_raw(tls_->take_output());
+}
+
+void Stream::Impl::write(std::string_view data) {
+    if (!connected_ || ended_ || shutting_down_) return;
+    if (!tls_) {
+        send_raw(std::string(data));
+        return;
+    }
+    auto st = tls_->write(data);
+    flush_tls();
+    if (!st) end(st.fail(opts_.label));
+}
+
+void Stream::Impl::send_raw(std::string data) {
+    if (tcp_ == nullptr || !tcp_up_ || data.empty()) return;
+    auto* w = new Write{{}, std::move(data), this};
+    w->req.data = w;
+    uv_buf_t b = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
+    pending_bytes_ += w->data.size();
+    const int rc = uv_write(
+        &w->req, reinterpret_cast<uv_stream_t*>(&tcp_->tcp), &b, 1,
+        [](uv_write_t* req, int status) {
+            auto* wr = static_cast<Write*>(req->data);
+            Impl* impl = wr->impl;
+            impl->pending_bytes_ -= wr->data.size();
+            delete wr;
+            if (status != 0 && status != UV_ECANCELED && !impl->detached_ && !impl->ended_) {
+                impl->end(
+                    fail(impl->opts_.label + ": write to " + impl->peer_ + ": " + uv_text(status)));
+            }
+        });
+    if (rc != 0) {
+        pending_bytes_ -= w->data.size();
+        delete w;
+        // Reported from the loop: a write may be issued from inside a handler.
+        const std::string msg = opts_.label + ": write to " + peer_ + ": " + uv_text(rc);
+        defer_.start(Duration::zero(), [this, msg] {
+            if (!ended_ && !detached_) end(fail(msg));
+        });
+    }
+}
+
+void Stream::Impl::close_tcp() {
+    if (tcp_ == nullptr) return;
+    Tcp* t = tcp_;
+    tcp_ = nullptr;
+    tcp_up_ = false;
+    ++closing_handles_;
+    uv_close(reinterpret_cast<uv_handle_t*>(&t->tcp), [](uv_handle_t* h) {
+        auto* tt = static_cast<Tcp*>(h->data);
+        Impl* impl = tt->impl;
+        delete tt;
+        --impl->closing_handles_;
+        impl->maybe_free();
+    });
+}
+
+void Stream::Impl::end(Status st) {
+    if (ended_) return;
+    ended_ = true;
+    connected_ = false;
+    close_tcp();
+    if (h_.on_end && !detached_) {
+        auto cb = std::move(h_.on_end);
+        cb(std::move(st));
+    }
+}
+
+void Stream::Impl::graceful_close() {
+    if (detached_) return;
+    h_ = Handlers{};
+    if (ended_ || tcp_ == nullptr || !tcp_up_) {
+        detach();
+        return;
+    }
+    ended_ = true;
+    shutting_down_ = true;
+    if (tls_ && connected_) {
+        tls_->close_notify();
+        flush_tls();
+    }
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_->tcp));
+    auto* req = new uv_shutdown_t;
+    req->data = this;
+    // The shutdown waits for queued writes, then the handle is closed.
+    const int rc =
+        uv_shutdown(req, reinterpret_cast<uv_stream_t*>(&tcp_->tcp), [](uv_shutdown_t* r, int) {
+            Impl* impl = static_cast<Impl*>(r->data);
+            delete r;
+            impl->close_tcp();
+            impl->maybe_free();
+        });
+    if (rc != 0) {
+        delete req;
+        close_tcp();
+    }
+    detached_ = true;
+    defer_.stop();
+    maybe_free();
+}
+
+void Stream::Impl::detach() {
+    if (detached_ && (tcp_ == nullptr || shutting_down_)) {
+        maybe_free();
+        return;
+    }
+    detached_ = true;
+    h_ = Handlers{};
+    defer_.stop();
+    if (resolve_ != nullptr) {
+        resolve_->impl = nullptr;
+        uv_cancel(reinterpret_cast<uv_req_t*>(&resolve_->req));
+        resolve_ = nullptr;
+    }
+    if (!shutting_down_) close_tcp();
+    maybe_free();
+}
+
+Stream::Stream(uv_loop_t* loop, StreamOptions opts, Handlers handlers)
+    : impl_(new Impl(loop, std::move(opts), std::move(handlers))) {}
+
+Stream::~Stream() {
+    if (impl_ != nullptr) impl_->detach();
+}
+
+// After close() the Impl finishes on its own and may already be gone: impl_ is null from then on.
+void Stream::start() {
+    if (impl_ != nullptr) impl_->start();
+}
+void Stream::write(std::string_view data) {
+    if (impl_ != nullptr) impl_->write(data);
+}
+size_t Stream::pending_write_bytes() const {
+    return impl_ != nullptr ? impl_->pending_write_bytes() : 0;
+}
+void Stream::pause_reading() {
+    if (impl_ != nullptr) impl_->pause_reading();
+}
+void Stream::resume_reading() {
+    if (impl_ != nullptr) impl_->resume_reading();
+}
+void Stream::close() {
+    if (impl_ == nullptr) return;
+    Impl* impl = impl_;
+    impl_ = nullptr;
+    impl->graceful_close();
+}
+std::string Stream::peer() const {
+    return impl_ != nullptr ? impl_->peer() : std::string();
+}
+
+}  // namespace myr::net

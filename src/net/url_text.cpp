@@ -1,0 +1,33 @@
+#include "net/url_text.hpp"
+
+namespace myr::net {
+
+uint16_t default_port(const std::string& scheme) {
+    if (scheme == "http" || scheme == "ws") return 80;
+    if (scheme == "https" || scheme == "wss") return 443;
+    return 0;
+}
+
+namespace {
+std::string bracketed(const std::string& host) {
+    return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
+}  // namespace
+
+std::string host_header(const config::Url& url) {
+    std::string h = bracketed(url.host);
+    if (url.port != 0 && url.port != default_port(url.scheme)) h += ":" + std::to_string(url.port);
+    return h;
+}
+
+std::string url_label(const config::Url& url) {
+    return url.scheme + "://" + bracketed(url.host) + ":" +
+           std::to_string(url.port != 0 ? url.port : default_port(url.scheme)) +
+           (url.path.empty() ? "/" : url.path);
+}
+
+bool unsafe_header_text(const std::string& s) {
+    return s.find_first_of(std::string("\r\n\0", 3)) != std::string::npos;
+}
+
+}  // namespace myr::net
