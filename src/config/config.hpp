@@ -4,9 +4,11 @@
 // other module ever parses a configuration string. Defaults live in the member initialisers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/log.hpp"
@@ -23,6 +25,7 @@ struct Url {
     std::string path;    // starts with "/"; includes the query, if any
     bool secure() const { return scheme == "wss" || scheme == "https"; }
     std::string str() const;  // canonical form
+    friend bool operator==(const Url&, const Url&) = default;
 };
 
 // host:port for a listening socket. IPv6 as "[::]:13135".
@@ -31,11 +34,13 @@ struct HostPort {
     uint16_t port = 0;
     bool ipv6() const { return host.find(':') != std::string::npos; }
     std::string str() const;
+    friend bool operator==(const HostPort&, const HostPort&) = default;
 };
 
 // A semantic version as written ("v0.116.0" stays as written; comparison lives in version/).
 struct VersionText {
     std::string text;
+    friend bool operator==(const VersionText&, const VersionText&) = default;
 };
 
 struct Server {
@@ -46,12 +51,14 @@ struct Server {
     std::string enrollment_token_env;
     std::string host_name;  // "" = $HOSTNAME, else gethostname()
     Duration heartbeat_interval = std::chrono::seconds(30);
+    friend bool operator==(const Server&, const Server&) = default;
 };
 
 struct SignerIdentity {
     std::string subject;
     std::string subject_regexp;
     std::string issuer = "https://token.actions.githubusercontent.com";
+    friend bool operator==(const SignerIdentity&, const SignerIdentity&) = default;
 };
 
 struct Update {
@@ -66,6 +73,7 @@ struct Update {
     uint32_t health_successes = 3;
     Duration health_interval = std::chrono::seconds(2);
     std::vector<std::string> validate_args{"validate", "--config={config}"};
+    friend bool operator==(const Update&, const Update&) = default;
 };
 
 enum class Activation { symlink, copy };
@@ -78,11 +86,14 @@ struct Collector {
     uint32_t keep_versions = 2;
     std::optional<Url> health_url = Url{"http", "127.0.0.1", 13133, "/"};
     std::string config_file = "/var/lib/otelcol/supervisor/effective.yaml";
+    friend bool operator==(const Collector&, const Collector&) = default;
 };
 
 struct Supervisor {
-    std::optional<Url> health_url = Url{"http", "127.0.0.1", 23233, "/health"};  // nullopt = unchecked
+    std::optional<Url> health_url =
+        Url{"http", "127.0.0.1", 23233, "/health"};  // nullopt = unchecked
     std::string storage_dir = "/var/lib/otelcol/supervisor";
+    friend bool operator==(const Supervisor&, const Supervisor&) = default;
 };
 
 enum class SeedPolicy { newest, image };
@@ -96,11 +107,13 @@ struct Container {
     uint32_t max_restarts = 5;
     Duration restart_window = std::chrono::minutes(10);
     std::optional<HostPort> health_listen = HostPort{"0.0.0.0", 13135};  // nullopt = disabled
+    friend bool operator==(const Container&, const Container&) = default;
 };
 
 struct Log {
     log::Level level = log::Level::info;
     log::Format format = log::Format::text;
+    friend bool operator==(const Log&, const Log&) = default;
 };
 
 struct Config {
@@ -111,6 +124,7 @@ struct Config {
     Supervisor supervisor;
     std::optional<Container> container;  // present when the file has a container section
     Log log;
+    friend bool operator==(const Config&, const Config&) = default;
 };
 
 // Which rules to apply beyond the common ones.
@@ -143,5 +157,21 @@ std::string render_effective(const Config& cfg);
 
 // Convenience for commands: load, and turn problems into one Error listing them all.
 Result<Config> load_or_error(const std::string& path, Mode mode);
+
+// Files larger than this are refused before parsing (the example is about 2 KiB).
+inline constexpr size_t kMaxFileSize = 1024 * 1024;
+
+// The parsers the loader uses, public so that other modules and tests parse the same way.
+// A ws://, wss://, http:// or https:// URL: no user info, no fragment, port 1..65535.
+Result<Url> parse_url(std::string_view text);
+// "127.0.0.1:13135" or "[::]:13135": an IP address literal (never a name) and a port 1..65535.
+Result<HostPort> parse_host_port(std::string_view text);
+// 127.0.0.0/8, ::1 (any spelling) or "localhost" (any case).
+bool is_loopback_host(std::string_view host);
+
+// The download prefixes in effect: update.allowedDownloadPrefixes, or when that is empty the
+// artifact path on the endpoint's host (wss -> https, ws -> http, same host and port, /artifacts/).
+// Empty when neither is configured.
+std::vector<Url> effective_download_prefixes(const Config& cfg);
 
 }  // namespace myr::config

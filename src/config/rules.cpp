@@ -1,0 +1,126 @@
+// Rules that involve more than one key, or the mode: they run on the decoded Config, and skip any
+// key that already had a problem so a single mistake is reported once.
+#include <regex>
+
+#include "config/loader.hpp"
+
+namespace myr::config {
+
+namespace {
+
+constexpr size_t kMaxRegexpLength = 1024;
+
+// Ends in a '$' that is not escaped (an odd number of backslashes before it escapes it).
+bool ends_anchored(const std::string& re) {
+    if (re.empty() || re.back() != '$') return false;
+    size_t slashes = 0;
+    for (size_t i = re.size() - 1; i > 0 && re[i - 1] == '\\'; --i) ++slashes;
+    return slashes % 2 == 0;
+}
+
+void check_regexp(const std::string& re, Context& ctx) {
+    const char* key = "update.signerIdentity.subjectRegexp";
+    if (re.size() > kMaxRegexpLength) {
+        ctx.at_key(key, "is longer than " + std::to_string(kMaxRegexpLength) + " characters");
+        return;
+    }
+    if (re.front() != '^' || !ends_anchored(re)) {
+        ctx.at_key(key,
+                   "must be anchored: start with ^ and end with $ (an unanchored pattern "
+                   "would accept any identity containing a match)");
+    }
+    try {
+        std::regex compiled(re, std::regex::ECMAScript);
+        (void)compiled;
+    } catch (const std::regex_error& e) {
+        ctx.at_key(key, std::string("is not a valid ECMAScript regular expression: ") + e.what());
+    } catch (const std::exception& e) {
+        ctx.at_key(key, std::string("cannot be compiled: ") + e.what());
+    }
+}
+
+void check_server(const Config& cfg, Context& ctx) {
+    const Server& s = cfg.server;
+    if (s.endpoint && s.endpoint->scheme == "ws" && !is_loopback_host(s.endpoint->host) &&
+        !s.allow_insecure_transport && !ctx.bad("server.allowInsecureTransport")) {
+        ctx.at_key("server.endpoint",
+                   "ws:// to a host that is not loopback sends the enrollment token in clear: use "
+                   "wss://, or set server.allowInsecureTransport: true inside a trusted network");
+    }
+    if (!s.enrollment_token_file.empty() && !s.enrollment_token_env.empty()) {
+        ctx.at_key("server.enrollmentTokenEnv",
+                   "set at most one of enrollmentTokenFile and enrollmentTokenEnv");
+    }
+    if (ctx.mode() != Mode::any && !s.endpoint && !ctx.bad("server.endpoint")) {
+        ctx.at_key("server.endpoint", std::string("is required by the ") +
+                                          (ctx.mode() == Mode::container ? "container" : "run") +
+                                          " command");
+    }
+}
+
+void check_update(const Config& cfg, Context& ctx) {
+    const Update& u = cfg.update;
+    const SignerIdentity& si = u.signer_identity;
+    if (!si.subject_regexp.empty() && !ctx.bad("update.signerIdentity.subjectRegexp")) {
+        check_regexp(si.subject_regexp, ctx);
+    }
+    if (u.require_signature && !ctx.bad("update.requireSignature")) {
+        if (u.trusted_root_file.empty() && !ctx.bad("update.trustedRootFile")) {
+            ctx.at_key("update.trustedRootFile", "is required when requireSignature is true");
+        }
+        bool bad_identity = ctx.bad("update.signerIdentity.subject") ||
+                            ctx.bad("update.signerIdentity.subjectRegexp");
+        if (si.subject.empty() && si.subject_regexp.empty() && !bad_identity) {
+            ctx.at_key("update.signerIdentity",
+                       "needs subject or subjectRegexp when requireSignature is true");
+        } else if (!si.subject.empty() && !si.subject_regexp.empty()) {
+            ctx.at_key("update.signerIdentity.subjectRegexp",
+                       "set exactly one of subject and subjectRegexp");
+        }
+        if (si.issuer.empty() && !ctx.bad("update.signerIdentity.issuer")) {
+            ctx.at_key("update.signerIdentity.issuer",
+                       "must not be empty when requireSignature is true");
+        }
+    }
+    if (u.health_interval >= u.health_timeout && !ctx.bad("update.healthInterval") &&
+        !ctx.bad("update.healthTimeout")) {
+        ctx.at_key(
+            ctx.present("update.healthInterval") ? "update.healthInterval" : "update.healthTimeout",
+            "healthInterval (" + format_duration(u.health_interval) +
+                ") must be shorter than healthTimeout (" + format_duration(u.health_timeout) + ")");
+    }
+}
+
+void check_container(const Config& cfg, Context& ctx) {
+    if (ctx.mode() != Mode::container) return;
+    if (cfg.collector.activation != Activation::symlink && !ctx.bad("collector.activation")) {
+        ctx.at_key("collector.activation", "must be symlink for the container command");
+    }
+    if (!cfg.container) {
+        ctx.at_key("container", "section is required by the container command");
+        return;
+    }
+    if (ctx.bad_itself("container")) return;
+    const Container& c = *cfg.container;
+    if (c.supervisor_command.empty() && !ctx.bad("container.supervisorCommand")) {
+        ctx.at_key("container.supervisorCommand",
+                   "is required by the container command (a non-empty list: program and "
+                   "arguments)");
+    } else if (!c.supervisor_command.empty() && c.supervisor_command[0].empty()) {
+        ctx.at_key("container.supervisorCommand", "the program (first item) must not be empty");
+    }
+    if (c.seed_binary.empty() && !ctx.bad("container.seedBinary")) {
+        ctx.at_key("container.seedBinary",
+                   "is required by the container command (an absolute path)");
+    }
+}
+
+}  // namespace
+
+void check_rules(const Config& cfg, Context& ctx) {
+    check_server(cfg, ctx);
+    check_update(cfg, ctx);
+    check_container(cfg, ctx);
+}
+
+}  // namespace myr::config
