@@ -119,6 +119,10 @@ struct ResponseParser::State {
         State* s = of(p);
         s->push_header();
         s->head.status = p->status_code;
+        if (s->head.status < 100 || s->head.status > 999) {
+            s->error = Error("malformed HTTP response: status " + std::to_string(s->head.status));
+            return -1;
+        }
         // An interim answer (100 Continue, 103 Early Hints) is skipped; the real one follows.
         if (s->head.status >= 100 && s->head.status < 200 && s->head.status != 101) return 0;
         s->head_done = true;
