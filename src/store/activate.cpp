@@ -157,10 +157,15 @@ Result<Staging> create_staging(const Volume& vol) {
     Staging st;
     st.id = random_id();
     MYR_TRY(point("store.stage.mkdir.before"), "create staging");
-    MYR_TRY(fsx::make_dir_at(vol.staging_fd(), st.id, 0700), "create .staging/" + st.id);
-    MYR_TRY(point("store.stage.mkdir.after"), "create staging");
-    auto fd = fsx::open_dir_at(vol.staging_fd(), st.id);
-    if (!fd) return fd.fail("open .staging/" + st.id);
+    MYR_TRY(fsx::make_dir_at(vol.staging_fd(), st.id, 0755), "create .staging/" + st.id);
+    Status after = point("store.stage.mkdir.after");
+    auto fd =
+        after ? fsx::open_dir_at(vol.staging_fd(), st.id) : Result<fsx::UniqueFd>(after.fail());
+    if (!fd) {
+        // Nobody else knows the id: remove the directory now rather than leave it to recovery.
+        (void)fsx::remove_tree_at(vol.staging_fd(), st.id);
+        return fd.fail("open .staging/" + st.id);
+    }
     st.fd = std::move(*fd);
     return st;
 }
