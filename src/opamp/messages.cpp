@@ -1,0 +1,424 @@
+#include "opamp/messages.hpp"
+
+#include <memory>
+
+#include "opamp.pb-c.h"
+
+namespace myr::opamp {
+
+namespace {
+
+// Owns everything the generated structs point at while one message is packed. The C++ values
+// being encoded outlive the arena, so strings are borrowed, not copied.
+class Arena {
+  public:
+    template <class T>
+    T* make(const T& init) {
+        auto p = std::make_shared<T>(init);
+        keep_.push_back(p);
+        return p.get();
+    }
+    template <class T>
+    T** array(size_t n) {
+        if (n == 0) return nullptr;
+        std::shared_ptr<T*[]> p(new T*[n]());
+        keep_.push_back(p);
+        return p.get();
+    }
+    static char* str(const std::string& s) { return const_cast<char*>(s.c_str()); }
+    static ProtobufCBinaryData bin(const std::string& s) {
+        return ProtobufCBinaryData{s.size(),
+                                   reinterpret_cast<uint8_t*>(const_cast<char*>(s.data()))};
+    }
+
+  private:
+    std::vector<std::shared_ptr<void>> keep_;
+};
+
+std::string bin_str(const ProtobufCBinaryData& b) {
+    return b.len ? std::string(reinterpret_cast<const char*>(b.data), b.len) : std::string();
+}
+std::string cstr(const char* s) {
+    return s ? std::string(s) : std::string();
+}
+
+template <class Msg>
+std::string pack(const Msg* m) {
+    std::string out(protobuf_c_message_get_packed_size(&m->base), '\0');
+    protobuf_c_message_pack(&m->base, reinterpret_cast<uint8_t*>(out.data()));
+    return out;
+}
+
+// ---- encoding ----
+
+Opamp__KeyValue** encode_kvs(Arena& a, const std::vector<KeyValue>& kvs) {
+    auto** out = a.array<Opamp__KeyValue>(kvs.size());
+    for (size_t i = 0; i < kvs.size(); ++i) {
+        Opamp__AnyValue v = OPAMP__ANY_VALUE__INIT;
+        v.value_case = OPAMP__ANY_VALUE__VALUE_STRING_VALUE;
+        v.string_value = Arena::str(kvs[i].value);
+        Opamp__KeyValue kv = OPAMP__KEY_VALUE__INIT;
+        kv.key = Arena::str(kvs[i].key);
+        kv.value = a.make(v);
+        out[i] = a.make(kv);
+    }
+    return out;
+}
+
+Opamp__ComponentHealth* encode_health(Arena& a, const ComponentHealth& h) {
+    Opamp__ComponentHealth m = OPAMP__COMPONENT_HEALTH__INIT;
+    m.healthy = h.healthy;
+    m.start_time_unix_nano = h.start_time_unix_nano;
+    m.last_error = Arena::str(h.last_error);
+    m.status = Arena::str(h.status);
+    m.status_time_unix_nano = h.status_time_unix_nano;
+    return a.make(m);
+}
+
+Opamp__PackageStatuses* encode_statuses(Arena& a, const PackageStatuses& s) {
+    Opamp__PackageStatuses m = OPAMP__PACKAGE_STATUSES__INIT;
+    m.n_packages = s.packages.size();
+    m.packages = a.array<Opamp__PackageStatuses__PackagesEntry>(s.packages.size());
+    for (size_t i = 0; i < s.packages.size(); ++i) {
+        const PackageStatus& p = s.packages[i];
+        Opamp__PackageStatus ps = OPAMP__PACKAGE_STATUS__INIT;
+        ps.name = Arena::str(p.name);
+        ps.agent_has_version = Arena::str(p.agent_has_version);
+        ps.agent_has_hash = Arena::bin(p.agent_has_hash);
+        ps.server_offered_version = Arena::str(p.server_offered_version);
+        ps.server_offered_hash = Arena::bin(p.server_offered_hash);
+        ps.status = static_cast<Opamp__PackageStatusEnum>(p.status);
+        ps.error_message = Arena::str(p.error_message);
+        if (p.download_details) {
+            Opamp__PackageDownloadDetails d = OPAMP__PACKAGE_DOWNLOAD_DETAILS__INIT;
+            d.download_percent = p.download_details->download_percent;
+            d.download_bytes_per_second = p.download_details->download_bytes_per_second;
+            ps.download_details = a.make(d);
+        }
+        Opamp__PackageStatuses__PackagesEntry e = OPAMP__PACKAGE_STATUSES__PACKAGES_ENTRY__INIT;
+        e.key = Arena::str(p.name);
+        e.value = a.make(ps);
+        m.packages[i] = a.make(e);
+    }
+    m.server_provided_all_packages_hash = Arena::bin(s.server_provided_all_packages_hash);
+    m.error_message = Arena::str(s.error_message);
+    return a.make(m);
+}
+
+// ---- decoding ----
+
+std::string any_to_text(const Opamp__AnyValue* v, bool* is_string) {
+    *is_string = false;
+    if (!v) return "";
+    switch (v->value_case) {
+        case OPAMP__ANY_VALUE__VALUE_STRING_VALUE:
+            *is_string = true;
+            return cstr(v->string_value);
+        case OPAMP__ANY_VALUE__VALUE_BOOL_VALUE:
+            return v->bool_value ? "true" : "false";
+        case OPAMP__ANY_VALUE__VALUE_INT_VALUE:
+            return std::to_string(v->int_value);
+        case OPAMP__ANY_VALUE__VALUE_DOUBLE_VALUE:
+            return std::to_string(v->double_value);
+        case OPAMP__ANY_VALUE__VALUE_BYTES_VALUE:
+            return bin_str(v->bytes_value);
+        case OPAMP__ANY_VALUE__VALUE_ARRAY_VALUE:
+            return "[array]";
+        case OPAMP__ANY_VALUE__VALUE_KVLIST_VALUE:
+            return "[kvlist]";
+        case OPAMP__ANY_VALUE__VALUE__NOT_SET:
+        case _OPAMP__ANY_VALUE__VALUE__CASE_IS_INT_SIZE:
+            break;
+    }
+    return "";
+}
+
+std::vector<KeyValue> decode_kvs(Opamp__KeyValue** kvs, size_t n) {
+    std::vector<KeyValue> out;
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        KeyValue kv;
+        kv.key = cstr(kvs[i]->key);
+        kv.value = any_to_text(kvs[i]->value, &kv.is_string);
+        out.push_back(std::move(kv));
+    }
+    return out;
+}
+
+template <class Msg>
+struct Unpacked {
+    Msg* msg;
+    void (*free_fn)(Msg*, ProtobufCAllocator*);
+    ~Unpacked() {
+        if (msg) free_fn(msg, nullptr);
+    }
+};
+
+}  // namespace
+
+const char* to_string(PackageStatusCode code) {
+    switch (code) {
+        case PackageStatusCode::installed:
+            return "Installed";
+        case PackageStatusCode::install_pending:
+            return "InstallPending";
+        case PackageStatusCode::installing:
+            return "Installing";
+        case PackageStatusCode::install_failed:
+            return "InstallFailed";
+        case PackageStatusCode::downloading:
+            return "Downloading";
+    }
+    return "Unknown";
+}
+
+std::string encode(const AgentToServer& msg) {
+    Arena a;
+    Opamp__AgentToServer m = OPAMP__AGENT_TO_SERVER__INIT;
+    m.instance_uid = Arena::bin(msg.instance_uid);
+    m.sequence_num = msg.sequence_num;
+    m.capabilities = msg.capabilities;
+    m.flags = msg.flags;
+    if (msg.agent_description) {
+        Opamp__AgentDescription d = OPAMP__AGENT_DESCRIPTION__INIT;
+        const auto& id = msg.agent_description->identifying_attributes;
+        const auto& non = msg.agent_description->non_identifying_attributes;
+        d.n_identifying_attributes = id.size();
+        d.identifying_attributes = encode_kvs(a, id);
+        d.n_non_identifying_attributes = non.size();
+        d.non_identifying_attributes = encode_kvs(a, non);
+        m.agent_description = a.make(d);
+    }
+    if (msg.health) m.health = encode_health(a, *msg.health);
+    if (msg.package_statuses) m.package_statuses = encode_statuses(a, *msg.package_statuses);
+    Opamp__AgentDisconnect disc = OPAMP__AGENT_DISCONNECT__INIT;
+    if (msg.agent_disconnect) m.agent_disconnect = &disc;
+    return pack(&m);
+}
+
+std::string encode(const ServerToAgent& msg) {
+    Arena a;
+    Opamp__ServerToAgent m = OPAMP__SERVER_TO_AGENT__INIT;
+    m.instance_uid = Arena::bin(msg.instance_uid);
+    m.flags = msg.flags;
+    m.capabilities = msg.capabilities;
+    if (msg.error_response) {
+        Opamp__ServerErrorResponse e = OPAMP__SERVER_ERROR_RESPONSE__INIT;
+        e.type = static_cast<Opamp__ServerErrorResponseType>(msg.error_response->type);
+        e.error_message = Arena::str(msg.error_response->error_message);
+        if (msg.error_response->retry_after_nanoseconds) {
+            Opamp__RetryInfo r = OPAMP__RETRY_INFO__INIT;
+            r.retry_after_nanoseconds = *msg.error_response->retry_after_nanoseconds;
+            e.details_case = OPAMP__SERVER_ERROR_RESPONSE__DETAILS_RETRY_INFO;
+            e.retry_info = a.make(r);
+        }
+        m.error_response = a.make(e);
+    }
+    if (msg.heartbeat_interval_seconds) {
+        Opamp__OpAMPConnectionSettings o = OPAMP__OP_AMPCONNECTION_SETTINGS__INIT;
+        o.heartbeat_interval_seconds = *msg.heartbeat_interval_seconds;
+        Opamp__ConnectionSettingsOffers c = OPAMP__CONNECTION_SETTINGS_OFFERS__INIT;
+        c.opamp = a.make(o);
+        m.connection_settings = a.make(c);
+    }
+    if (msg.packages_available) {
+        const PackagesAvailable& pa = *msg.packages_available;
+        Opamp__PackagesAvailable p = OPAMP__PACKAGES_AVAILABLE__INIT;
+        p.n_packages = pa.packages.size();
+        p.packages = a.array<Opamp__PackagesAvailable__PackagesEntry>(pa.packages.size());
+        for (size_t i = 0; i < pa.packages.size(); ++i) {
+            const PackageAvailable& src = pa.packages[i];
+            Opamp__PackageAvailable pk = OPAMP__PACKAGE_AVAILABLE__INIT;
+            pk.type = static_cast<Opamp__PackageType>(src.type);
+            pk.version = Arena::str(src.version);
+            pk.hash = Arena::bin(src.hash);
+            if (src.file) {
+                Opamp__DownloadableFile f = OPAMP__DOWNLOADABLE_FILE__INIT;
+                f.download_url = Arena::str(src.file->download_url);
+                f.content_hash = Arena::bin(src.file->content_hash);
+                f.signature = Arena::bin(src.file->signature);
+                if (!src.file->headers.empty()) {
+                    Opamp__Headers hs = OPAMP__HEADERS__INIT;
+                    hs.n_headers = src.file->headers.size();
+                    hs.headers = a.array<Opamp__Header>(hs.n_headers);
+                    for (size_t j = 0; j < hs.n_headers; ++j) {
+                        Opamp__Header h = OPAMP__HEADER__INIT;
+                        h.key = Arena::str(src.file->headers[j].key);
+                        h.value = Arena::str(src.file->headers[j].value);
+                        hs.headers[j] = a.make(h);
+                    }
+                    f.headers = a.make(hs);
+                }
+                pk.file = a.make(f);
+            }
+            Opamp__PackagesAvailable__PackagesEntry e =
+                OPAMP__PACKAGES_AVAILABLE__PACKAGES_ENTRY__INIT;
+            e.key = Arena::str(src.name);
+            e.value = a.make(pk);
+            p.packages[i] = a.make(e);
+        }
+        p.all_packages_hash = Arena::bin(pa.all_packages_hash);
+        m.packages_available = a.make(p);
+    }
+    if (msg.new_instance_uid) {
+        Opamp__AgentIdentification id = OPAMP__AGENT_IDENTIFICATION__INIT;
+        id.new_instance_uid = Arena::bin(*msg.new_instance_uid);
+        m.agent_identification = a.make(id);
+    }
+    if (msg.command) {
+        Opamp__ServerToAgentCommand c = OPAMP__SERVER_TO_AGENT_COMMAND__INIT;
+        c.type = static_cast<Opamp__CommandType>(*msg.command);
+        m.command = a.make(c);
+    }
+    return pack(&m);
+}
+
+Result<AgentToServer> decode_agent_to_server(std::string_view bytes) {
+    Unpacked<Opamp__AgentToServer> u{
+        opamp__agent_to_server__unpack(nullptr, bytes.size(),
+                                       reinterpret_cast<const uint8_t*>(bytes.data())),
+        opamp__agent_to_server__free_unpacked};
+    if (!u.msg) return fail("AgentToServer: not a valid protobuf message");
+    const Opamp__AgentToServer& m = *u.msg;
+    AgentToServer out;
+    out.instance_uid = bin_str(m.instance_uid);
+    out.sequence_num = m.sequence_num;
+    out.capabilities = m.capabilities;
+    out.flags = m.flags;
+    out.agent_disconnect = m.agent_disconnect != nullptr;
+    if (m.agent_description) {
+        AgentDescription d;
+        d.identifying_attributes = decode_kvs(m.agent_description->identifying_attributes,
+                                              m.agent_description->n_identifying_attributes);
+        d.non_identifying_attributes =
+            decode_kvs(m.agent_description->non_identifying_attributes,
+                       m.agent_description->n_non_identifying_attributes);
+        out.agent_description = std::move(d);
+    }
+    if (m.health) {
+        ComponentHealth h;
+        h.healthy = m.health->healthy;
+        h.start_time_unix_nano = m.health->start_time_unix_nano;
+        h.last_error = cstr(m.health->last_error);
+        h.status = cstr(m.health->status);
+        h.status_time_unix_nano = m.health->status_time_unix_nano;
+        out.health = std::move(h);
+    }
+    if (m.package_statuses) {
+        PackageStatuses s;
+        for (size_t i = 0; i < m.package_statuses->n_packages; ++i) {
+            const auto* e = m.package_statuses->packages[i];
+            PackageStatus p;
+            p.name = cstr(e->key);
+            if (const Opamp__PackageStatus* v = e->value) {
+                if (v->name && *v->name) p.name = v->name;
+                p.agent_has_version = cstr(v->agent_has_version);
+                p.agent_has_hash = bin_str(v->agent_has_hash);
+                p.server_offered_version = cstr(v->server_offered_version);
+                p.server_offered_hash = bin_str(v->server_offered_hash);
+                p.status = static_cast<PackageStatusCode>(v->status);
+                p.error_message = cstr(v->error_message);
+                if (v->download_details) {
+                    p.download_details =
+                        PackageDownloadDetails{v->download_details->download_percent,
+                                               v->download_details->download_bytes_per_second};
+                }
+            }
+            s.packages.push_back(std::move(p));
+        }
+        s.server_provided_all_packages_hash =
+            bin_str(m.package_statuses->server_provided_all_packages_hash);
+        s.error_message = cstr(m.package_statuses->error_message);
+        out.package_statuses = std::move(s);
+    }
+    return out;
+}
+
+Result<ServerToAgent> decode_server_to_agent(std::string_view bytes) {
+    Unpacked<Opamp__ServerToAgent> u{
+        opamp__server_to_agent__unpack(nullptr, bytes.size(),
+                                       reinterpret_cast<const uint8_t*>(bytes.data())),
+        opamp__server_to_agent__free_unpacked};
+    if (!u.msg) return fail("ServerToAgent: not a valid protobuf message");
+    const Opamp__ServerToAgent& m = *u.msg;
+    ServerToAgent out;
+    out.instance_uid = bin_str(m.instance_uid);
+    out.flags = m.flags;
+    out.capabilities = m.capabilities;
+    if (m.error_response) {
+        ServerErrorResponse e;
+        e.type = static_cast<ServerErrorType>(m.error_response->type);
+        e.error_message = cstr(m.error_response->error_message);
+        if (m.error_response->details_case == OPAMP__SERVER_ERROR_RESPONSE__DETAILS_RETRY_INFO &&
+            m.error_response->retry_info) {
+            e.retry_after_nanoseconds = m.error_response->retry_info->retry_after_nanoseconds;
+        }
+        out.error_response = std::move(e);
+    }
+    if (m.connection_settings && m.connection_settings->opamp) {
+        out.heartbeat_interval_seconds = m.connection_settings->opamp->heartbeat_interval_seconds;
+    }
+    if (m.packages_available) {
+        PackagesAvailable pa;
+        for (size_t i = 0; i < m.packages_available->n_packages; ++i) {
+            const auto* e = m.packages_available->packages[i];
+            PackageAvailable p;
+            p.name = cstr(e->key);
+            if (const Opamp__PackageAvailable* v = e->value) {
+                p.type = static_cast<PackageType>(v->type);
+                p.version = cstr(v->version);
+                p.hash = bin_str(v->hash);
+                if (const Opamp__DownloadableFile* f = v->file) {
+                    DownloadableFile df;
+                    df.download_url = cstr(f->download_url);
+                    df.content_hash = bin_str(f->content_hash);
+                    df.signature = bin_str(f->signature);
+                    if (f->headers) {
+                        for (size_t j = 0; j < f->headers->n_headers; ++j) {
+                            df.headers.push_back(Header{cstr(f->headers->headers[j]->key),
+                                                        cstr(f->headers->headers[j]->value)});
+                        }
+                    }
+                    p.file = std::move(df);
+                }
+            }
+            pa.packages.push_back(std::move(p));
+        }
+        pa.all_packages_hash = bin_str(m.packages_available->all_packages_hash);
+        out.packages_available = std::move(pa);
+    }
+    if (m.agent_identification) {
+        out.new_instance_uid = bin_str(m.agent_identification->new_instance_uid);
+    }
+    if (m.command) out.command = static_cast<int>(m.command->type);
+    return out;
+}
+
+std::string frame_message(std::string_view protobuf) {
+    std::string out;
+    out.reserve(protobuf.size() + 1);
+    out.push_back('\0');
+    out.append(protobuf);
+    return out;
+}
+
+Result<std::string_view> unframe_message(std::string_view message) {
+    // The header is a varint; only 0 is defined. Read it in full so that an overlong encoding of
+    // a non-zero value is named as such rather than misread as protobuf bytes.
+    uint64_t header = 0;
+    size_t i = 0;
+    for (;; ++i) {
+        if (i >= message.size()) return fail("OpAMP message: truncated header");
+        if (i >= 10) return fail("OpAMP message: header varint too long");
+        auto b = static_cast<uint8_t>(message[i]);
+        header |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) break;
+    }
+    if (header != 0) {
+        return fail("OpAMP message: unsupported header " + std::to_string(header) +
+                    " (only 0 is defined)");
+    }
+    return message.substr(i + 1);
+}
+
+}  // namespace myr::opamp

@@ -1,0 +1,119 @@
+#include "opamp/uid.hpp"
+
+#include <sys/random.h>
+
+#include <cerrno>
+
+#include "core/log.hpp"
+#include "fsx/dir.hpp"
+#include "fsx/file.hpp"
+
+namespace myr::opamp {
+
+namespace {
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+}  // namespace
+
+Result<Uid> new_uuid_v7(WallTime now) {
+    Uid u{};
+    size_t got = 0;
+    while (got < 10) {
+        ssize_t n = getrandom(u.data() + 6 + got, 10 - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail_errno("getrandom");
+        }
+        got += static_cast<size_t>(n);
+    }
+    auto ms = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+    for (int i = 0; i < 6; ++i) u[i] = static_cast<uint8_t>(ms >> (8 * (5 - i)));
+    u[6] = static_cast<uint8_t>(0x70 | (u[6] & 0x0f));
+    u[8] = static_cast<uint8_t>(0x80 | (u[8] & 0x3f));
+    return u;
+}
+
+std::string uid_to_text(const Uid& uid) {
+    static const char* digits = "0123456789abcdef";
+    std::string s;
+    s.reserve(36);
+    for (size_t i = 0; i < uid.size(); ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) s.push_back('-');
+        s.push_back(digits[uid[i] >> 4]);
+        s.push_back(digits[uid[i] & 0xf]);
+    }
+    return s;
+}
+
+Result<Uid> uid_from_text(std::string_view text) {
+    if (text.size() != 36) return fail("not a UUID (expected 36 characters)");
+    Uid u{};
+    size_t pos = 0;
+    for (size_t i = 0; i < u.size(); ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) {
+            if (text[pos] != '-') return fail("not a UUID (misplaced '-')");
+            ++pos;
+        }
+        int hi = hex_value(text[pos]);
+        int lo = hex_value(text[pos + 1]);
+        if (hi < 0 || lo < 0) return fail("not a UUID (not a hex digit)");
+        u[i] = static_cast<uint8_t>(hi << 4 | lo);
+        pos += 2;
+    }
+    return u;
+}
+
+std::string uid_bytes(const Uid& uid) {
+    return std::string(reinterpret_cast<const char*>(uid.data()), uid.size());
+}
+
+Result<Uid> uid_from_bytes(std::string_view bytes) {
+    if (bytes.size() != 16) {
+        return fail("instance uid of " + std::to_string(bytes.size()) + " bytes (expected 16)");
+    }
+    Uid u{};
+    for (size_t i = 0; i < 16; ++i) u[i] = static_cast<uint8_t>(bytes[i]);
+    return u;
+}
+
+Status store_instance_uid(const std::string& state_dir, const Uid& uid) {
+    auto dir = fsx::open_dir(state_dir);
+    if (!dir) return dir.fail("store instance uid: " + state_dir);
+    MYR_TRY(fsx::write_file_atomic(dir->get(), kInstanceUidFile, uid_to_text(uid) + "\n", 0600),
+            "store instance uid: " + state_dir + "/" + kInstanceUidFile);
+    return {};
+}
+
+Result<Uid> load_or_create_instance_uid(const std::string& state_dir, WallTime now) {
+    const std::string path = state_dir + "/" + kInstanceUidFile;
+    auto dir = fsx::open_dir(state_dir);
+    if (!dir) return dir.fail("instance uid: " + state_dir);
+    auto exists = fsx::exists_at(dir->get(), kInstanceUidFile);
+    if (!exists) return exists.fail("instance uid: " + path);
+    if (*exists) {
+        auto text = fsx::read_file_at(dir->get(), kInstanceUidFile, 256);
+        if (!text) return text.fail("instance uid: " + path);
+        std::string_view t = *text;
+        while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) {
+            t.remove_suffix(1);
+        }
+        auto uid = uid_from_text(t);
+        if (uid) return uid;
+        log::warn("instance uid file is damaged, creating a new identity",
+                  {{"path", path}, {"error", uid.error().message()}});
+    }
+    auto uid = new_uuid_v7(now);
+    if (!uid) return uid.fail("instance uid");
+    MYR_TRY(store_instance_uid(state_dir, *uid), "instance uid");
+    log::info("created instance uid", {{"instance_uid", uid_to_text(*uid)}, {"path", path}});
+    return uid;
+}
+
+}  // namespace myr::opamp

@@ -1,0 +1,464 @@
+#include "opamp/agent.hpp"
+
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <map>
+
+#include "fakes.hpp"
+#include "harness.hpp"
+
+using namespace myr;
+using namespace myr::opamp;
+using namespace myr::opamp::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::map<std::string, std::string> attrs(const std::vector<KeyValue>& kvs) {
+    std::map<std::string, std::string> m;
+    for (auto& kv : kvs) m[kv.key] = kv.value;
+    return m;
+}
+
+// An agent with fake seams in its own state directory; jitter fixed at the middle (r = 0.5) unless
+// a test sets `r`.
+struct Rig {
+    test::TempDir dir;
+    std::shared_ptr<FakeTimers> timers = std::make_shared<FakeTimers>();
+    FakeNet net;
+    FixedStatusProvider status;
+    UnavailableInstaller installer;
+    double r = 0.5;
+    std::unique_ptr<Agent> agent;
+    AgentOptions opt;
+
+    Rig() {
+        opt.state_dir = dir.path();
+        opt.host_name = "pod-0";
+        opt.service_version = "0.1.0";
+        status.health_value = ComponentHealth{true, 1000, "", "running", 2000};
+        status.active_version = "0.116.0";
+    }
+    void make() {
+        AgentDeps d;
+        d.status = &status;
+        d.installer = &installer;
+        d.transport = net.factory();
+        d.timers = timers;
+        d.clock = &timers->clock;
+        d.random01 = [this] { return r; };
+        auto a = Agent::create(opt, std::move(d));
+        REQUIRE(a);
+        agent = std::move(*a);
+    }
+    void start_connected() {
+        make();
+        agent->start();
+        REQUIRE(net.conns.size() == 1);
+        net.open();
+    }
+    std::vector<AgentToServer>& sent() { return net.last().sent; }
+    void advance(Duration d) { timers->advance(d); }
+};
+
+}  // namespace
+
+TEST_CASE("agent: the first message is a full report with every attribute and capability") {
+    Rig rig;
+    rig.status.image_version = "0.115.0";
+    rig.start_connected();
+    REQUIRE(rig.sent().size() == 1);
+    const AgentToServer& m = rig.sent()[0];
+    CHECK(m.instance_uid == uid_bytes(rig.agent->instance_uid()));
+    CHECK(m.sequence_num == 1);
+    CHECK(m.capabilities == 0x2819);
+    CHECK(m.capabilities == (agent_cap::reports_status | agent_cap::accepts_packages |
+                             agent_cap::reports_package_statuses | agent_cap::reports_health |
+                             agent_cap::reports_heartbeat));
+    REQUIRE(m.agent_description);
+    auto id = attrs(m.agent_description->identifying_attributes);
+    CHECK(id.size() == 3);
+    CHECK(id["service.name"] == "myriarch-updater");
+    CHECK(id["service.instance.id"] == uid_to_text(rig.agent->instance_uid()));
+    CHECK(id["service.version"] == "0.1.0");
+    auto non = attrs(m.agent_description->non_identifying_attributes);
+    CHECK(non["host.name"] == "pod-0");
+    CHECK(non["os.type"] == "linux");
+    CHECK(non["host.arch"] == host_arch());
+    CHECK(!non["host.arch"].empty());
+    CHECK(non["dev.myriarch.updater.install_method"] == "container");
+    CHECK(non["dev.myriarch.updater.image_collector_version"] == "0.115.0");
+    CHECK(non["dev.myriarch.collector.version"] == "0.116.0");
+    CHECK(non.count("dev.myriarch.collector.instance_uid") == 0);  // no storage dir: omitted
+    for (auto& kv : m.agent_description->non_identifying_attributes) CHECK(kv.is_string);
+    REQUIRE(m.health);
+    CHECK(m.health->healthy);
+    CHECK(m.health->status == "running");
+    CHECK(m.health->start_time_unix_nano == 1000);
+    REQUIRE(m.package_statuses);
+    CHECK(m.package_statuses->packages.empty());
+    CHECK_FALSE(m.agent_disconnect);
+}
+
+TEST_CASE("agent: values not known yet are omitted, and reported once they are") {
+    Rig rig;
+    rig.status.active_version = "";
+    rig.start_connected();
+    auto non = attrs(rig.sent()[0].agent_description->non_identifying_attributes);
+    CHECK(non.count("dev.myriarch.updater.image_collector_version") == 0);
+    CHECK(non.count("dev.myriarch.collector.version") == 0);
+    rig.status.image_version = "0.115.0";
+    rig.agent->state_changed();
+    REQUIRE(rig.sent().size() == 2);
+    const AgentToServer& m = rig.sent()[1];
+    REQUIRE(m.agent_description);
+    CHECK(attrs(m.agent_description
+                    ->non_identifying_attributes)["dev.myriarch.updater.image_collector_version"] ==
+          "0.115.0");
+    CHECK_FALSE(m.health);  // unchanged parts are not resent
+    CHECK_FALSE(m.package_statuses);
+    CHECK(m.sequence_num == 2);
+}
+
+TEST_CASE("agent: nothing is sent for a ServerToAgent that changes nothing") {
+    Rig rig;
+    rig.start_connected();
+    ServerToAgent s;
+    s.instance_uid = uid_bytes(rig.agent->instance_uid());
+    s.capabilities = 0x1f;
+    rig.net.deliver(s);
+    rig.net.deliver(s);
+    rig.agent->state_changed();
+    CHECK(rig.sent().size() == 1);
+}
+
+TEST_CASE("agent: ReportFullState resends everything with the next sequence number") {
+    Rig rig;
+    rig.start_connected();
+    ServerToAgent s;
+    s.flags = server_flag::report_full_state;
+    rig.net.deliver(s);
+    REQUIRE(rig.sent().size() == 2);
+    CHECK(rig.sent()[1].sequence_num == 2);
+    CHECK(rig.sent()[1].agent_description);
+    CHECK(rig.sent()[1].health);
+    CHECK(rig.sent()[1].package_statuses);
+}
+
+TEST_CASE("agent: a health change is reported alone") {
+    Rig rig;
+    rig.start_connected();
+    rig.status.health_value.healthy = false;
+    rig.status.health_value.status = "collector health check failing";
+    rig.agent->state_changed();
+    REQUIRE(rig.sent().size() == 2);
+    REQUIRE(rig.sent()[1].health);
+    CHECK_FALSE(rig.sent()[1].health->healthy);
+    CHECK(rig.sent()[1].health->status == "collector health check failing");
+    CHECK_FALSE(rig.sent()[1].agent_description);
+}
+
+TEST_CASE("agent: heartbeats every 30 s counted from the last message sent") {
+    Rig rig;
+    rig.start_connected();
+    rig.advance(29s);
+    CHECK(rig.sent().size() == 1);
+    rig.advance(1s);
+    REQUIRE(rig.sent().size() == 2);
+    const AgentToServer& hb = rig.sent()[1];
+    CHECK(hb.sequence_num == 2);
+    CHECK(hb.instance_uid == uid_bytes(rig.agent->instance_uid()));
+    CHECK_FALSE(hb.agent_description);
+    CHECK_FALSE(hb.health);
+    // A report in between pushes the next heartbeat back.
+    rig.advance(20s);
+    rig.status.health_value.status = "changed";
+    rig.agent->state_changed();
+    REQUIRE(rig.sent().size() == 3);
+    rig.advance(29s);
+    CHECK(rig.sent().size() == 3);
+    rig.advance(1s);
+    CHECK(rig.sent().size() == 4);
+}
+
+TEST_CASE("agent: the server's heartbeat interval replaces ours, and 0 turns heartbeats off") {
+    Rig rig;
+    rig.start_connected();
+    ServerToAgent s;
+    s.heartbeat_interval_seconds = 5;
+    rig.net.deliver(s);
+    CHECK(rig.sent().size() == 1);  // a settings offer alone is no reason to send
+    CHECK(rig.agent->heartbeat_interval() == 5s);
+    rig.advance(5s);
+    CHECK(rig.sent().size() == 2);
+    rig.advance(5s);
+    CHECK(rig.sent().size() == 3);
+    s.heartbeat_interval_seconds = 0;
+    rig.net.deliver(s);
+    rig.advance(10min);
+    CHECK(rig.sent().size() == 3);
+}
+
+TEST_CASE("agent: new_instance_uid is adopted, stored, and used after a restart") {
+    Rig rig;
+    rig.start_connected();
+    const Uid old = rig.agent->instance_uid();
+    const Uid fresh = uid_from_text("0190a6f4-6c1e-7a3b-9c2d-0123456789ab").value();
+    ServerToAgent s;
+    s.instance_uid = uid_bytes(old);
+    s.new_instance_uid = uid_bytes(fresh);
+    rig.net.deliver(s);
+    CHECK(rig.agent->instance_uid() == fresh);
+    CHECK(test::read_file(rig.dir / "instance_uid") == uid_to_text(fresh) + "\n");
+    REQUIRE(rig.sent().size() == 2);  // service.instance.id changed: reported
+    CHECK(rig.sent()[1].instance_uid == uid_bytes(fresh));
+    CHECK(attrs(rig.sent()[1].agent_description->identifying_attributes)["service.instance.id"] ==
+          uid_to_text(fresh));
+    rig.agent.reset();
+    rig.make();
+    CHECK(rig.agent->instance_uid() == fresh);
+}
+
+TEST_CASE("agent: a message for another instance uid is ignored") {
+    Rig rig;
+    rig.start_connected();
+    ServerToAgent s;
+    s.instance_uid = std::string(16, '\x09');
+    s.flags = server_flag::report_full_state;
+    rig.net.deliver(s);
+    CHECK(rig.sent().size() == 1);
+}
+
+TEST_CASE("agent: malformed and undecodable messages are ignored and the connection stays") {
+    Rig rig;
+    rig.start_connected();
+    rig.net.deliver_raw("\x05garbage");
+    rig.net.deliver_raw(std::string("\0\xff\xff\xff", 4));
+    rig.net.deliver_raw("");
+    CHECK(rig.agent->state() == Agent::State::connected);
+    CHECK_FALSE(rig.net.last().close_code);
+    ServerToAgent s;
+    s.flags = server_flag::report_full_state;
+    rig.net.deliver(s);
+    CHECK(rig.sent().size() == 2);
+}
+
+TEST_CASE("agent: an offer is answered InstallFailed by the unavailable installer") {
+    Rig rig;
+    rig.start_connected();
+    ServerToAgent s;
+    PackageAvailable top{"otelcol-contrib", PackageType::top_level, "0.117.0", {}, "h-top"};
+    PackageAvailable addon{"extra", PackageType::addon, "1.0", {}, "h-addon"};
+    s.packages_available = PackagesAvailable{{top, addon}, "all-1"};
+    rig.net.deliver(s);
+    REQUIRE(rig.sent().size() == 2);
+    REQUIRE(rig.sent()[1].package_statuses);
+    const PackageStatuses& ps = *rig.sent()[1].package_statuses;
+    CHECK(ps.server_provided_all_packages_hash == "all-1");
+    REQUIRE(ps.packages.size() == 2);
+    for (const auto& p : ps.packages) {
+        CHECK(p.status == PackageStatusCode::install_failed);
+        CHECK(p.error_message == "installer not available");
+    }
+    CHECK(ps.packages[0].name == "otelcol-contrib");
+    CHECK(ps.packages[0].server_offered_version == "0.117.0");
+    CHECK(ps.packages[0].server_offered_hash == "h-top");
+    // The same offer again changes nothing: no new message.
+    rig.net.deliver(s);
+    CHECK(rig.sent().size() == 2);
+}
+
+TEST_CASE("agent: after an unexpected close it reconnects once at once, then backs off") {
+    Rig rig;
+    rig.r = 0.0;  // lowest jitter: delays are exactly half the base
+    rig.start_connected();
+    rig.net.closed();
+    CHECK(rig.agent->state() == Agent::State::waiting);
+    CHECK(rig.timers->next_due() == 0ms);
+    rig.advance(0ms);
+    REQUIRE(rig.net.conns.size() == 2);
+    rig.net.open();
+    CHECK(rig.sent().size() == 1);  // a new connection starts with a full report
+    CHECK(rig.sent()[0].agent_description);
+    CHECK(rig.sent()[0].sequence_num == 2);  // sequence continues across connections
+    rig.net.closed();
+    CHECK(rig.timers->next_due() == 250ms);  // 0.5 s × 0.5
+    rig.advance(250ms);
+    REQUIRE(rig.net.conns.size() == 3);
+    rig.net.closed(TransportClosed{0, "", 0, std::nullopt, "connection refused"});
+    CHECK(rig.timers->next_due() == 375ms);  // 0.75 s × 0.5
+    rig.advance(375ms);
+    rig.net.closed(TransportClosed{0, "", 0, std::nullopt, "connection refused"});
+    CHECK(rig.timers->next_due() == 562ms);
+}
+
+TEST_CASE("agent: backoff delays stay within ±50 % of 0.5 s × 1.5^n and never exceed 60 s") {
+    Backoff lo({}, [] { return 0.0; });
+    Backoff hi({}, [] { return 0.999999; });
+    double base = 500;
+    for (int n = 0; n < 30; ++n) {
+        const Duration a = lo.next();
+        const Duration b = hi.next();
+        const double cb = std::min(base, 60000.0);
+        CHECK(a.count() == static_cast<int64_t>(cb * 0.5));
+        CHECK(b.count() <= 60000);
+        CHECK(b.count() >= static_cast<int64_t>(std::min(cb * 1.5, 60000.0)) - 1);
+        base *= 1.5;
+    }
+}
+
+TEST_CASE("agent: a connection that stayed up resets the backoff") {
+    Rig rig;
+    rig.r = 0.0;
+    rig.start_connected();
+    rig.net.closed();
+    rig.advance(0ms);
+    rig.net.closed(TransportClosed{0, "", 0, std::nullopt, "refused"});
+    rig.advance(250ms);
+    rig.net.closed(TransportClosed{0, "", 0, std::nullopt, "refused"});
+    rig.advance(375ms);
+    rig.net.open();
+    rig.advance(kStableConnection);
+    rig.net.closed();
+    CHECK(rig.timers->next_due() == 0ms);  // immediate again
+    rig.advance(0ms);
+    rig.net.closed(TransportClosed{0, "", 0, std::nullopt, "refused"});
+    CHECK(rig.timers->next_due() == 250ms);
+}
+
+TEST_CASE("agent: 503 and 429 honour Retry-After, at least 30 s without it") {
+    Rig rig;
+    rig.make();
+    rig.agent->start();
+    rig.net.closed(TransportClosed{0, "", 503, 7s, "upgrade answered with HTTP 503"});
+    CHECK(rig.timers->next_due() == 7s);
+    rig.advance(7s);
+    REQUIRE(rig.net.conns.size() == 2);
+    rig.net.closed(TransportClosed{0, "", 429, std::nullopt, "upgrade answered with HTTP 429"});
+    CHECK(rig.timers->next_due() >= 30s);
+    rig.advance(6999ms);
+    CHECK(rig.net.conns.size() == 2);
+}
+
+TEST_CASE("agent: 401 backs off like any failure") {
+    Rig rig;
+    rig.r = 0.0;
+    rig.make();
+    rig.agent->start();
+    rig.net.closed(TransportClosed{0, "", 401, std::nullopt, "upgrade answered with HTTP 401"});
+    CHECK(rig.timers->next_due() == 250ms);
+    rig.advance(250ms);
+    rig.net.closed(TransportClosed{0, "", 401, std::nullopt, "upgrade answered with HTTP 401"});
+    CHECK(rig.timers->next_due() == 375ms);
+}
+
+TEST_CASE("agent: error_response Unavailable disconnects and waits retry_after") {
+    Rig rig;
+    rig.start_connected();
+    ServerToAgent s;
+    s.error_response =
+        ServerErrorResponse{ServerErrorType::unavailable, "maintenance", 12'000'000'000ull};
+    rig.net.deliver(s);
+    CHECK(rig.net.last().close_code == 1000);
+    CHECK(rig.agent->state() == Agent::State::closing);
+    rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
+    CHECK(rig.timers->next_due() == 12s);
+    rig.advance(11s);
+    CHECK(rig.net.conns.size() == 1);
+    rig.advance(1s);
+    CHECK(rig.net.conns.size() == 2);
+}
+
+TEST_CASE("agent: error_response BadRequest is logged and the connection stays") {
+    Rig rig;
+    rig.start_connected();
+    ServerToAgent s;
+    s.error_response = ServerErrorResponse{ServerErrorType::bad_request, "bad", std::nullopt};
+    rig.net.deliver(s);
+    CHECK(rig.agent->state() == Agent::State::connected);
+    CHECK_FALSE(rig.net.last().close_code);
+}
+
+TEST_CASE("agent: stop sends agent_disconnect, closes with 1000, and finishes on close") {
+    Rig rig;
+    rig.start_connected();
+    bool done = false;
+    rig.agent->stop([&] { done = true; });
+    REQUIRE(rig.sent().size() == 2);
+    CHECK(rig.sent()[1].agent_disconnect);
+    CHECK(rig.sent()[1].sequence_num == 2);
+    CHECK(rig.net.last().close_code == 1000);
+    CHECK_FALSE(done);
+    rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
+    CHECK(done);
+    CHECK(rig.agent->state() == Agent::State::stopped);
+    rig.advance(10min);
+    CHECK(rig.net.conns.size() == 1);  // no reconnect after stop
+}
+
+TEST_CASE("agent: stop gives up waiting for the close after a few seconds") {
+    Rig rig;
+    rig.start_connected();
+    bool done = false;
+    rig.agent->stop([&] { done = true; });
+    rig.advance(kStopTimeout);
+    CHECK(done);
+}
+
+TEST_CASE("agent: stop while waiting to reconnect finishes at once") {
+    Rig rig;
+    rig.make();
+    rig.agent->start();
+    rig.net.closed(TransportClosed{0, "", 0, std::nullopt, "refused"});
+    bool done = false;
+    rig.agent->stop([&] { done = true; });
+    CHECK(done);
+    rig.advance(10min);
+    CHECK(rig.net.conns.size() == 1);
+}
+
+TEST_CASE("agent: the enrollment token goes in the Authorization header, from file or env") {
+    Rig rig;
+    test::write_file(rig.dir / "token", "s3cret-token\n", 0600);
+    rig.opt.enrollment_token_file = rig.dir / "token";
+    rig.make();
+    rig.agent->start();
+    REQUIRE(rig.net.last().headers.size() == 1);
+    CHECK(rig.net.last().headers[0].first == "Authorization");
+    CHECK(rig.net.last().headers[0].second == "Bearer s3cret-token");
+
+    Rig env;
+    setenv("MYR_TEST_OPAMP_TOKEN", "env-token", 1);
+    env.opt.enrollment_token_env = "MYR_TEST_OPAMP_TOKEN";
+    env.make();
+    env.agent->start();
+    REQUIRE(env.net.last().headers.size() == 1);
+    CHECK(env.net.last().headers[0].second == "Bearer env-token");
+    unsetenv("MYR_TEST_OPAMP_TOKEN");
+
+    Rig none;
+    none.make();
+    none.agent->start();
+    CHECK(none.net.last().headers.empty());
+}
+
+TEST_CASE("agent: nothing is sent while disconnected; the next connection reports the news") {
+    Rig rig;
+    rig.make();
+    rig.agent->start();
+    rig.status.health_value.status = "starting";
+    rig.agent->state_changed();
+    CHECK(rig.sent().empty());
+    rig.net.open();
+    REQUIRE(rig.sent().size() == 1);
+    CHECK(rig.sent()[0].health->status == "starting");
+}
+
+TEST_CASE("agent: host name comes from config, then $HOSTNAME, then gethostname") {
+    CHECK(resolve_host_name("configured") == "configured");
+    setenv("HOSTNAME", "from-env", 1);
+    CHECK(resolve_host_name("") == "from-env");
+    unsetenv("HOSTNAME");
+    CHECK_FALSE(resolve_host_name("").empty());
+}

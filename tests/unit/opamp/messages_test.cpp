@@ -1,0 +1,159 @@
+#include "opamp/messages.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace myr::opamp;
+
+namespace {
+
+// Hand-made protobuf: a varint field, for building messages with unknown fields.
+std::string varint(uint64_t v) {
+    std::string s;
+    while (v >= 0x80) {
+        s.push_back(static_cast<char>(v | 0x80));
+        v >>= 7;
+    }
+    s.push_back(static_cast<char>(v));
+    return s;
+}
+std::string field_varint(uint32_t num, uint64_t v) {
+    return varint(num << 3 | 0) + varint(v);
+}
+std::string field_bytes(uint32_t num, std::string_view b) {
+    return varint(num << 3 | 2) + varint(b.size()) + std::string(b);
+}
+
+}  // namespace
+
+TEST_CASE("messages: AgentToServer survives encode and decode with every field") {
+    AgentToServer m;
+    m.instance_uid = std::string(16, '\x07');
+    m.sequence_num = 42;
+    m.capabilities = 0x2819;
+    m.flags = agent_flag::request_instance_uid;
+    m.agent_description = AgentDescription{{{"service.name", "myriarch-updater"}},
+                                           {{"host.name", "pod-0"}, {"os.type", "linux"}}};
+    m.health = ComponentHealth{true, 1700000000000000000ull, "", "running", 1700000000000000001ull};
+    PackageStatus ps;
+    ps.name = "otelcol-contrib";
+    ps.agent_has_version = "0.116.0";
+    ps.agent_has_hash = std::string("\x01\x02\x00\x03", 4);
+    ps.server_offered_version = "0.117.0";
+    ps.server_offered_hash = "abc";
+    ps.status = PackageStatusCode::downloading;
+    ps.download_details = PackageDownloadDetails{50.0, 1024.0};
+    m.package_statuses = PackageStatuses{{ps}, "allhash", "one failed"};
+    m.agent_disconnect = true;
+
+    auto back = decode_agent_to_server(encode(m));
+    REQUIRE(back);
+    CHECK(back->instance_uid == m.instance_uid);
+    CHECK(back->sequence_num == 42);
+    CHECK(back->capabilities == 0x2819);
+    CHECK(back->flags == 1);
+    CHECK(back->agent_description == m.agent_description);
+    CHECK(back->health == m.health);
+    CHECK(back->package_statuses == m.package_statuses);
+    CHECK(back->agent_disconnect);
+}
+
+TEST_CASE("messages: ServerToAgent survives encode and decode with every field") {
+    ServerToAgent m;
+    m.instance_uid = std::string(16, '\x01');
+    m.error_response = ServerErrorResponse{ServerErrorType::unavailable, "busy", 5'000'000'000ull};
+    m.heartbeat_interval_seconds = 7;
+    PackageAvailable p;
+    p.name = "otelcol-contrib";
+    p.type = PackageType::top_level;
+    p.version = "0.117.0";
+    p.hash = "h1";
+    p.file = DownloadableFile{"https://x/y.tar.gz",
+                              std::string(32, '\xaa'),
+                              "{\"bundle\":1}",
+                              {{"Authorization", "Bearer t"}, {"X-A", "b"}}};
+    m.packages_available = PackagesAvailable{{p}, "all"};
+    m.flags = server_flag::report_full_state;
+    m.capabilities = 0x1f;
+    m.new_instance_uid = std::string(16, '\x02');
+    m.command = 0;
+
+    auto back = decode_server_to_agent(encode(m));
+    REQUIRE(back);
+    CHECK(back->instance_uid == m.instance_uid);
+    REQUIRE(back->error_response);
+    CHECK(back->error_response->type == ServerErrorType::unavailable);
+    CHECK(back->error_response->error_message == "busy");
+    CHECK(back->error_response->retry_after_nanoseconds == 5'000'000'000ull);
+    CHECK(back->heartbeat_interval_seconds == 7u);
+    REQUIRE(back->packages_available);
+    REQUIRE(back->packages_available->packages.size() == 1);
+    const auto& q = back->packages_available->packages[0];
+    CHECK(q.name == "otelcol-contrib");
+    CHECK(q.version == "0.117.0");
+    CHECK(q.hash == "h1");
+    REQUIRE(q.file);
+    CHECK(q.file->download_url == "https://x/y.tar.gz");
+    CHECK(q.file->content_hash == std::string(32, '\xaa'));
+    CHECK(q.file->signature == "{\"bundle\":1}");
+    REQUIRE(q.file->headers.size() == 2);
+    CHECK(q.file->headers[0].key == "Authorization");
+    CHECK(q.file->headers[1].value == "b");
+    CHECK(back->packages_available->all_packages_hash == "all");
+    CHECK(back->flags == 1);
+    CHECK(back->capabilities == 0x1f);
+    CHECK(back->new_instance_uid == std::string(16, '\x02'));
+    CHECK(back->command == 0);
+}
+
+TEST_CASE("messages: unknown fields in a ServerToAgent are skipped") {
+    // flags=1, then field 3 (remote_config, not in our .proto) and field 99 (unknown varint).
+    std::string raw = field_varint(6, 1) + field_bytes(3, field_bytes(1, "cfg")) +
+                      field_varint(99, 12345) + field_varint(7, 0x8);
+    auto m = decode_server_to_agent(raw);
+    REQUIRE(m);
+    CHECK(m->flags == 1);
+    CHECK(m->capabilities == 0x8);
+    CHECK_FALSE(m->packages_available);
+}
+
+TEST_CASE(
+    "messages: a ConnectionSettingsOffers without opamp settings leaves the heartbeat alone") {
+    std::string raw = field_bytes(4, field_bytes(1, "hash"));
+    auto m = decode_server_to_agent(raw);
+    REQUIRE(m);
+    CHECK_FALSE(m->heartbeat_interval_seconds);
+    auto z = decode_server_to_agent(field_bytes(4, field_bytes(2, "")));
+    REQUIRE(z);
+    CHECK(z->heartbeat_interval_seconds == 0u);
+}
+
+TEST_CASE("messages: truncated protobuf is an error, not a crash") {
+    ServerToAgent m;
+    m.packages_available = PackagesAvailable{{{"p", PackageType::top_level, "1", {}, "h"}}, "a"};
+    std::string raw = encode(m);
+    auto bad = decode_server_to_agent(raw.substr(0, raw.size() - 2));
+    CHECK_FALSE(bad);
+    CHECK(bad.error().message().find("ServerToAgent") != std::string::npos);
+}
+
+TEST_CASE("messages: the WebSocket header is a zero varint") {
+    CHECK(frame_message("abc") == std::string("\0abc", 4));
+    const std::string framed("\0xyz", 4);
+    auto ok = unframe_message(framed);
+    REQUIRE(ok);
+    CHECK(*ok == "xyz");
+    auto empty = unframe_message(std::string("\0", 1));
+    REQUIRE(empty);
+    CHECK(empty->empty());
+    CHECK_FALSE(unframe_message(""));
+    auto nonzero = unframe_message("\x01xyz");
+    REQUIRE_FALSE(nonzero);
+    CHECK(nonzero.error().message().find("header 1") != std::string::npos);
+    // An overlong encoding of zero is still zero.
+    const std::string overlong_zero("\x80\x00z", 3);
+    auto overlong = unframe_message(overlong_zero);
+    REQUIRE(overlong);
+    CHECK(*overlong == "z");
+    CHECK_FALSE(unframe_message("\x80\x80"));
+    CHECK_FALSE(unframe_message(std::string(11, '\x80') + "\x00"));
+}
