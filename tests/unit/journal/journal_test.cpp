@@ -1,0 +1,223 @@
+#include "journal/journal.hpp"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "harness.hpp"
+#include "journal/recover.hpp"
+#include "journal/seed.hpp"
+#include "store/activate.hpp"
+#include "verify/sha256.hpp"
+
+using namespace myr;
+using myr::test::TempDir;
+
+namespace {
+
+struct Fixture {
+    TempDir tmp;
+    std::string dir = tmp / "collector";
+    std::string state = tmp / "state";
+    store::Volume vol = store::Volume::open(dir, "otelcol-contrib").value();
+    journal::Journal j = journal::Journal::open(state).value();
+
+    void activate(const std::string& version, const std::string& bytes) {
+        std::string src = tmp / ("src-" + version);
+        test::write_file(src, bytes, 0755);
+        int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
+        store::ActivateRequest req;
+        req.version = version;
+        req.image_fd = fd;
+        req.expected_sha256 = verify::to_hex(verify::sha256(bytes));
+        auto r = store::activate(vol, req);
+        ::close(fd);
+        REQUIRE(r);
+    }
+    std::string current() { return *store::current_target(vol); }
+    void journal(journal::Op op, const std::string& phase, const std::string& from,
+                 const std::string& to) {
+        REQUIRE(j.write(journal::begin(op, from, to, phase)));
+    }
+};
+
+}  // namespace
+
+TEST_CASE("journal: render and parse round-trip") {
+    auto r = journal::begin(journal::Op::update, "0.115.0", "0.116.0", "swapping");
+    r.attempt = 3;
+    auto back = journal::parse(journal::render(r));
+    REQUIRE(back);
+    CHECK(back->id == r.id);
+    CHECK(back->id.size() == 36);
+    CHECK(back->op == journal::Op::update);
+    CHECK(back->phase == "swapping");
+    CHECK(back->from == "0.115.0");
+    CHECK(back->to == "0.116.0");
+    CHECK(back->started_at == r.started_at);
+    CHECK(back->attempt == 3);
+}
+
+TEST_CASE("journal: unparsable or hostile records are refused") {
+    std::string good = journal::render(journal::begin(journal::Op::seed, "", "0.116.0", "staging"));
+    auto replace = [&](const std::string& from, const std::string& to) {
+        std::string s = good;
+        size_t pos = s.find(from);
+        REQUIRE(pos != std::string::npos);
+        return s.replace(pos, from.size(), to);
+    };
+    for (const std::string& bad :
+         {std::string(""), std::string("{"), std::string("null"), good.substr(0, 20), good + "}",
+          replace("\"seed\"", "\"format\""), replace("\"0.116.0\"", "\"../../etc\""),
+          replace("\"staging\"", "\"\""), replace("\"attempt\":1", "\"attempt\":0"),
+          replace("\"attempt\":1", "\"attempt\":\"1\""), replace("\"op\"", "\"opp\"")}) {
+        CAPTURE(bad);
+        CHECK_FALSE(journal::parse(bad));
+    }
+}
+
+TEST_CASE("journal: phases before the switch are known; anything else counts as switched") {
+    for (auto p :
+         {journal::phase::downloading, journal::phase::verifying, journal::phase::staging,
+          journal::phase::preflight, journal::phase::stopping, journal::phase::installing}) {
+        CHECK(journal::before_switch(p));
+    }
+    for (auto p :
+         {journal::phase::swapping, journal::phase::starting, journal::phase::health_checking,
+          journal::phase::rolling_back, std::string_view("something-new")}) {
+        CHECK_FALSE(journal::before_switch(p));
+    }
+}
+
+TEST_CASE("journal: write, load, clear") {
+    Fixture f;
+    CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
+    f.journal(journal::Op::rollback, "switching", "0.116.0", "0.115.0");
+    auto l = f.j.load();
+    REQUIRE(l);
+    CHECK(l->kind == journal::Loaded::Kind::ok);
+    CHECK(l->record.op == journal::Op::rollback);
+    REQUIRE(f.j.clear());
+    CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
+    CHECK_FALSE(test::exists(f.state + "/journal.json"));
+}
+
+TEST_CASE("recover: a corrupt journal is moved aside and current kept") {
+    Fixture f;
+    f.activate("0.115.0", "a");
+    test::write_file(f.state + "/journal.json", "{\"id\":\"x\", garbage");
+    auto r = journal::recover(f.vol, f.j);
+    REQUIRE(r);
+    CHECK(r->journal == journal::Loaded::Kind::corrupt);
+    CHECK(r->moved_aside.rfind("journal.json.corrupt-", 0) == 0);
+    CHECK(test::read_file(f.state + "/" + r->moved_aside) == "{\"id\":\"x\", garbage");
+    CHECK_FALSE(test::exists(f.state + "/journal.json"));
+    CHECK(f.current() == "0.115.0");
+}
+
+TEST_CASE("recover: a symlink planted as the journal is moved aside, its target untouched") {
+    Fixture f;
+    std::string outside = f.tmp / "outside";
+    test::write_file(outside, "precious");
+    REQUIRE(::symlink(outside.c_str(), (f.state + "/journal.json").c_str()) == 0);
+    auto r = journal::recover(f.vol, f.j);
+    REQUIRE(r);
+    CHECK(r->journal == journal::Loaded::Kind::corrupt);
+    CHECK(test::read_file(outside) == "precious");
+    CHECK_FALSE(test::exists(f.state + "/journal.json"));
+}
+
+TEST_CASE("recover: an update cut before the switch leaves current; staging and spool go") {
+    Fixture f;
+    f.activate("0.115.0", "a");
+    f.journal(journal::Op::update, "preflight", "0.115.0", "0.116.0");
+    auto st = store::create_staging(f.vol);
+    REQUIRE(st);
+    test::write_file(f.dir + "/.staging/" + st->id + "/otelcol-contrib", "partial");
+    ::mkdir((f.state + "/spool").c_str(), 0755);
+    test::write_file(f.state + "/spool/abc.part", "half a download");
+    test::write_file(f.state + "/.packages.json.tmp-AbC123", "temp");
+    auto r = journal::recover(f.vol, f.j);
+    REQUIRE(r);
+    CHECK(r->update_interrupted);
+    CHECK(r->staging_removed == 1);
+    CHECK(r->spool_removed == 1);
+    CHECK(r->temp_removed == 1);
+    CHECK(f.current() == "0.115.0");
+    CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
+}
+
+TEST_CASE("recover: an update cut after the switch goes back to from and keeps to on disk") {
+    Fixture f;
+    f.activate("0.115.0", "a");
+    f.activate("0.116.0", "b");
+    f.journal(journal::Op::update, "health-checking", "0.115.0", "0.116.0");
+    auto r = journal::recover(f.vol, f.j);
+    REQUIRE(r);
+    CHECK(r->update_interrupted);
+    CHECK(r->action == "switched current to 0.115.0");
+    CHECK(f.current() == "0.115.0");
+    CHECK(store::intact(f.vol, "0.116.0"));
+}
+
+TEST_CASE("recover: an update whose from is not intact removes current for seeding to decide") {
+    Fixture f;
+    f.activate("0.115.0", "a");
+    f.activate("0.116.0", "b");
+    test::write_file(f.dir + "/versions/0.115.0/otelcol-contrib", "changed", 0755);
+    f.journal(journal::Op::update, "starting", "0.115.0", "0.116.0");
+    auto r = journal::recover(f.vol, f.j);
+    REQUIRE(r);
+    CHECK_FALSE(test::exists(f.dir + "/current"));
+}
+
+TEST_CASE("recover: an interrupted rollback is finished") {
+    Fixture f;
+    f.activate("0.115.0", "a");
+    f.activate("0.116.0", "b");
+    f.journal(journal::Op::rollback, "switching", "0.116.0", "0.115.0");
+    auto r = journal::recover(f.vol, f.j);
+    REQUIRE(r);
+    CHECK(f.current() == "0.115.0");
+    CHECK_FALSE(r->update_interrupted);
+}
+
+TEST_CASE("recover: an interrupted seed keeps whatever complete version current names") {
+    Fixture f;
+    f.activate("0.116.0", "b");
+    f.journal(journal::Op::seed, "switching", "0.115.0", "0.116.0");
+    auto r = journal::recover(f.vol, f.j);
+    REQUIRE(r);
+    CHECK(f.current() == "0.116.0");
+    CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
+}
+
+TEST_CASE("seed: refuses to run before recovery while a journal exists") {
+    Fixture f;
+    f.activate("0.115.0", "a");
+    f.journal(journal::Op::update, "swapping", "0.115.0", "0.116.0");
+    journal::SeedInput in;
+    in.image_path = f.tmp / "src-0.115.0";
+    in.version_output = "otelcol-contrib version 0.117.0\n";
+    auto r = journal::seed(f.vol, f.j, in);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message().find("recovery must run first") != std::string::npos);
+    CHECK(f.current() == "0.115.0");
+}
+
+TEST_CASE("gc: protects what the journal names and refuses with a corrupt journal") {
+    Fixture f;
+    f.activate("0.114.0", "x");
+    f.activate("0.115.0", "a");
+    f.activate("0.116.0", "b");
+    f.journal(journal::Op::update, "downloading", "0.116.0", "0.114.0");
+    auto r = journal::gc(f.vol, f.j, 0);
+    REQUIRE(r);
+    CHECK(r->removed.empty());
+    CHECK(test::exists(f.dir + "/versions/0.114.0"));
+    test::write_file(f.state + "/journal.json", "corrupt");
+    CHECK_FALSE(journal::gc(f.vol, f.j, 0));
+}
