@@ -1,10 +1,59 @@
+// `verify`: checks an artifact against a Sigstore bundle with the trusted root only (no network),
+// through the same verify_bundle() the installer uses. Exit 0 verified, 1 not verified or an
+// unreadable input, 2 usage error.
+#include <cstdio>
+
+#include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "verify/sha256.hpp"
+#include "verify/sigstore.hpp"
+#include "verify/trusted_root.hpp"
 
 namespace myr::cli {
 
-// Placeholder until the module behind this command lands.
-int cmd_verify(const std::vector<std::string>&) {
-    return runtime_error(Error("verify: not available in this build yet"));
+int cmd_verify(const std::vector<std::string>& argv) {
+    static const char* kCmd = "verify";
+    auto args = Args::parse(
+        argv,
+        {{"artifact", "bundle", "trusted-root", "subject", "subject-regexp", "issuer"}, {}, {}});
+    if (!args) return usage_error(kCmd, args.error().message());
+    if (args->flag("help")) return print_help(kCmd);
+    if (!args->positional().empty()) return usage_error(kCmd, "takes no positional arguments");
+    for (const char* required : {"artifact", "bundle", "trusted-root", "issuer"}) {
+        if (!args->get(required) || args->get(required)->empty()) {
+            return usage_error(kCmd, std::string("--") + required + " is required");
+        }
+    }
+    verify::Identity identity;
+    identity.subject = args->get("subject").value_or("");
+    identity.subject_regexp = args->get("subject-regexp").value_or("");
+    identity.issuer = *args->get("issuer");
+    if (identity.subject.empty() == identity.subject_regexp.empty()) {
+        return usage_error(kCmd, "give exactly one of --subject and --subject-regexp");
+    }
+
+    const std::string artifact = *args->get("artifact");
+    const std::string bundle_path = *args->get("bundle");
+    const std::string root_path = *args->get("trusted-root");
+
+    auto root_text = verify::read_small_file(root_path, verify::kMaxTrustedRootBytes);
+    if (!root_text) return runtime_error(root_text.error().context("verify: trusted root"));
+    auto bundle_text = verify::read_small_file(bundle_path, verify::kMaxBundleBytes);
+    if (!bundle_text) return runtime_error(bundle_text.error().context("verify: bundle"));
+    auto digest = verify::sha256_file(artifact);
+    if (!digest) return runtime_error(digest.error().context("verify: artifact"));
+
+    auto root = verify::parse_trusted_root(*root_text);
+    Result<verify::Verified> result =
+        root ? verify::verify_bundle(*root, *bundle_text, *digest, identity)
+             : Result<verify::Verified>(root.fail());
+    if (!result) {
+        std::printf("not verified: %s\n", result.error().message().c_str());
+        return 1;
+    }
+    std::printf("verified: %s %s %s\n", result->subject.c_str(), result->issuer.c_str(),
+                verify::to_hex(*digest).c_str());
+    return 0;
 }
 
 }  // namespace myr::cli

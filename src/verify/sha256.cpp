@@ -18,7 +18,9 @@ Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
     mbedtls_sha256_starts_ret(&ctx_->c, 0);
 }
 
-Sha256::~Sha256() { mbedtls_sha256_free(&ctx_->c); }
+Sha256::~Sha256() {
+    mbedtls_sha256_free(&ctx_->c);
+}
 
 void Sha256::update(const void* data, size_t len) {
     mbedtls_sha256_update_ret(&ctx_->c, static_cast<const unsigned char*>(data), len);
@@ -79,7 +81,8 @@ std::string to_hex(const Digest& d) {
 }
 
 Result<Digest> digest_from_hex(std::string_view s) {
-    if (s.size() != 64) return fail("sha256 must be 64 hex digits, got " + std::to_string(s.size()));
+    if (s.size() != 64)
+        return fail("sha256 must be 64 hex digits, got " + std::to_string(s.size()));
     Digest d{};
     auto nib = [](char c) -> int {
         if (c >= '0' && c <= '9') return c - '0';

@@ -1,5 +1,6 @@
 // SHA-256, incremental and over files. The file functions stream in fixed-size chunks, so memory
-// stays flat whatever the size; they block, so callers on the event loop run them on the work queue.
+// stays flat whatever the size; they block, so callers on the event loop run them on the work
+// queue.
 #pragma once
 
 #include <array>
@@ -16,7 +17,7 @@ namespace myr::verify {
 using Digest = std::array<uint8_t, 32>;
 
 class Sha256 {
-public:
+  public:
     Sha256();
     ~Sha256();
     Sha256(const Sha256&) = delete;
@@ -27,7 +28,7 @@ public:
     // Returns the digest; the object is then reset for a new message.
     Digest finish();
 
-private:
+  private:
     struct Ctx;
     std::unique_ptr<Ctx> ctx_;
 };

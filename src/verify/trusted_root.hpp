@@ -1,0 +1,57 @@
+// The Sigstore trusted root (`trusted_root.json`): the only trust input of offline verification.
+// Keys are kept as raw SubjectPublicKeyInfo bytes and parsed when used, so a root that also lists
+// keys this build cannot use (Ed25519 logs of Rekor v2) still loads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+#include "verify/pbjson.hpp"
+
+namespace myr::verify {
+
+// A closed interval [start, end] in Unix seconds. A missing start makes the entry unusable (the
+// protobuf field is required); a missing end means "still valid".
+struct ValidFor {
+    std::optional<int64_t> start;
+    std::optional<int64_t> end;
+
+    bool contains(int64_t t) const { return start && t >= *start && (!end || t <= *end); }
+};
+
+// A transparency log (Rekor) or certificate transparency log.
+struct LogKey {
+    std::string base_url;
+    Bytes log_id;             // SHA-256 of the DER SubjectPublicKeyInfo for the logs we can verify
+    Bytes spki;               // DER SubjectPublicKeyInfo
+    std::string key_details;  // e.g. PKIX_ECDSA_P256_SHA_256
+    ValidFor valid_for;
+};
+
+struct CertificateAuthority {
+    std::string uri;
+    std::vector<Bytes> chain;  // DER, the issuer of the leaf first, the root last
+    ValidFor valid_for;
+};
+
+struct TrustedRoot {
+    std::vector<CertificateAuthority> certificate_authorities;
+    std::vector<LogKey> tlogs;
+    std::vector<LogKey> ctlogs;
+};
+
+// Largest trusted_root.json accepted.
+inline constexpr size_t kMaxTrustedRootBytes = 4 * 1024 * 1024;
+
+[[nodiscard]] Result<TrustedRoot> parse_trusted_root(std::string_view json);
+// Reads and parses `path`; errors name the path.
+[[nodiscard]] Result<TrustedRoot> load_trusted_root(const std::string& path);
+
+// Reads a whole small file, refusing one larger than `max_bytes`.
+[[nodiscard]] Result<std::string> read_small_file(const std::string& path, size_t max_bytes);
+
+}  // namespace myr::verify
