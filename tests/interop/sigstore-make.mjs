@@ -1,0 +1,284 @@
+// Makes fresh Sigstore test material with a private trust root, offline:
+//   node sigstore-make.mjs OUTDIR
+// A real signer (@sigstore/sign) signs an artifact while its Fulcio and Rekor calls are answered
+// in-process by @sigstore/mock (through nock). The script writes:
+//   OUTDIR/trusted_root.json            the private root (CA, Rekor key, CT log key)
+//   OUTDIR/artifact                     the signed artifact, OUTDIR/other-artifact a different one
+//   OUTDIR/cases/<name>/bundle.json     one bundle per case
+//   OUTDIR/cases/<name>/case.json       {artifact, subject, issuer, expect: "ok" | "<step>:"}
+// Tampered cases that must fail at a later step are "resealed": the log's SET, inclusion proof and
+// checkpoint are recomputed with the private Rekor key, so only the intended check can catch them.
+import { createRequire } from 'node:module';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const nock = require('nock');
+const mock = require('@sigstore/mock');
+const sign = require('@sigstore/sign');
+const { bundleToJSON } = require('@sigstore/bundle');
+
+const FULCIO_URL = 'https://fulcio.mock.test';
+const REKOR_URL = 'https://rekor.mock.test';
+const SUBJECT = 'https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0';
+const ISSUER = 'https://token.actions.githubusercontent.com';
+
+const out = process.argv[2];
+if (!out) {
+  console.error('usage: node sigstore-make.mjs OUTDIR');
+  process.exit(2);
+}
+
+const b64 = (buf) => Buffer.from(buf).toString('base64');
+const sha256 = (...parts) => {
+  const h = crypto.createHash('sha256');
+  for (const p of parts) h.update(p);
+  return h.digest();
+};
+const keyPair = () => crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const spki = (k) => k.export({ format: 'der', type: 'spki' });
+
+// An unsigned JWT is enough: the mock Fulcio decodes it without checking.
+function token(sub, iss) {
+  const enc = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  return `${enc({ alg: 'none', typ: 'JWT' })}.${enc({ sub, iss, aud: 'sigstore' })}.sig`;
+}
+
+// --- one signing run: a CA, CT log and Rekor log answering over nock -----------------------------
+async function makeServices(rekorClock) {
+  const caKeys = keyPair();
+  const ctKeys = keyPair();
+  const rekorKeys = keyPair();
+  const ctlog = await mock.initializeCTLog(ctKeys);
+  const ca = await mock.initializeCA(caKeys, ctlog);
+  const tlog = await mock.initializeTLog(REKOR_URL, rekorKeys, rekorClock);
+  return { ca, ctlog, ctKeys, rekorKeys, tlog };
+}
+
+async function signWith(services, artifact, subject, issuer) {
+  nock.cleanAll();
+  const fulcio = mock.fulcioHandler(services.ca);
+  const rekor = mock.rekorHandler(services.tlog);
+  const adapt = (fn) => async (_uri, body) => {
+    const r = await fn(typeof body === 'string' ? body : JSON.stringify(body));
+    return [r.statusCode, r.response, { 'Content-Type': r.contentType || 'text/plain' }];
+  };
+  nock(FULCIO_URL).post(fulcio.path).reply(adapt(fulcio.fn));
+  nock(REKOR_URL).post(rekor.path).reply(adapt(rekor.fn));
+  const signer = new sign.FulcioSigner({
+    fulcioBaseURL: FULCIO_URL,
+    identityProvider: { getToken: async () => token(subject, issuer) },
+  });
+  const witness = new sign.RekorWitness({ rekorBaseURL: REKOR_URL });
+  const builder = new sign.MessageSignatureBundleBuilder({ signer, witnesses: [witness] });
+  const bundle = await builder.create({ data: artifact });
+  return bundleToJSON(bundle);
+}
+
+function trustedRoot(services) {
+  const start = new Date(Date.now() - 24 * 3600 * 1000).toISOString();
+  const rekorSpki = spki(services.rekorKeys.publicKey);
+  const ctSpki = spki(services.ctKeys.publicKey);
+  return {
+    mediaType: 'application/vnd.dev.sigstore.trustedroot+json;version=0.1',
+    tlogs: [{
+      baseUrl: REKOR_URL,
+      hashAlgorithm: 'SHA2_256',
+      publicKey: { rawBytes: b64(rekorSpki), keyDetails: 'PKIX_ECDSA_P256_SHA_256', validFor: { start } },
+      logId: { keyId: b64(sha256(rekorSpki)) },
+    }],
+    certificateAuthorities: [{
+      subject: { organization: 'sigstore.mock', commonName: 'sigstore' },
+      uri: FULCIO_URL,
+      certChain: { certificates: [{ rawBytes: b64(Buffer.from(services.ca.rootCertificate.buffer)) }] },
+      validFor: { start },
+    }],
+    ctlogs: [{
+      baseUrl: 'https://ctfe.mock.test',
+      hashAlgorithm: 'SHA2_256',
+      publicKey: { rawBytes: b64(ctSpki), keyDetails: 'PKIX_ECDSA_P256_SHA_256', validFor: { start } },
+      logId: { keyId: b64(Buffer.from(services.ctlog.logID.buffer)) },
+    }],
+    timestampAuthorities: [],
+  };
+}
+
+// --- log evidence, recomputed with the private Rekor key ----------------------------------------
+const leafHash = (data) => sha256(Buffer.from([0]), data);
+const nodeHash = (l, r) => sha256(Buffer.from([1]), l, r);
+
+function mth(leaves) {
+  if (leaves.length === 1) return leafHash(leaves[0]);
+  let k = 1;
+  while (k * 2 < leaves.length) k *= 2;
+  return nodeHash(mth(leaves.slice(0, k)), mth(leaves.slice(k)));
+}
+
+// RFC 6962 section 2.1.1 audit path.
+function auditPath(m, leaves) {
+  if (leaves.length === 1) return [];
+  let k = 1;
+  while (k * 2 < leaves.length) k *= 2;
+  if (m < k) return [...auditPath(m, leaves.slice(0, k)), mth(leaves.slice(k))];
+  return [...auditPath(m - k, leaves.slice(k)), mth(leaves.slice(0, k))];
+}
+
+function checkpoint(rekorKeys, size, root) {
+  const host = new URL(REKOR_URL).host;
+  const note = `${host} - 1234567\n${size}\n${b64(root)}\n`;
+  const sig = crypto.sign('sha256', Buffer.from(note), rekorKeys.privateKey);
+  const hint = sha256(spki(rekorKeys.publicKey)).subarray(0, 4);
+  return `${note}\n\u2014 ${host} ${b64(Buffer.concat([hint, sig]))}\n`;
+}
+
+// Re-signs the SET and rebuilds proof + checkpoint for the entry's current body, placing the leaf
+// at `index` in a tree of `size` leaves (the other leaves are random).
+function reseal(bundle, rekorKeys, { size = 1, index = 0 } = {}) {
+  const e = bundle.verificationMaterial.tlogEntries[0];
+  const body = Buffer.from(e.canonicalizedBody, 'base64');
+  const setPayload = `{"body":"${e.canonicalizedBody}","integratedTime":${Number(e.integratedTime)},` +
+    `"logID":"${Buffer.from(e.logId.keyId, 'base64').toString('hex')}","logIndex":${Number(e.logIndex)}}`;
+  e.inclusionPromise = {
+    signedEntryTimestamp: b64(crypto.sign('sha256', Buffer.from(setPayload), rekorKeys.privateKey)),
+  };
+  const leaves = [];
+  for (let i = 0; i < size; i++) leaves.push(i === index ? body : crypto.randomBytes(40));
+  const root = mth(leaves);
+  e.inclusionProof = {
+    logIndex: String(index),
+    rootHash: b64(root),
+    treeSize: String(size),
+    hashes: auditPath(index, leaves).map(b64),
+    checkpoint: { envelope: checkpoint(rekorKeys, size, root) },
+  };
+  return bundle;
+}
+
+function editBody(bundle, edit) {
+  const e = bundle.verificationMaterial.tlogEntries[0];
+  const body = JSON.parse(Buffer.from(e.canonicalizedBody, 'base64').toString());
+  edit(body);
+  e.canonicalizedBody = b64(Buffer.from(JSON.stringify(body)));
+}
+
+function flipB64(s, at = 10) {
+  const buf = Buffer.from(s, 'base64');
+  buf[Math.min(at, buf.length - 1)] ^= 0x01;
+  return b64(buf);
+}
+
+function toV03(bundle) {
+  const leaf = bundle.verificationMaterial.x509CertificateChain.certificates[0];
+  delete bundle.verificationMaterial.x509CertificateChain;
+  bundle.verificationMaterial.certificate = leaf;
+  bundle.mediaType = 'application/vnd.dev.sigstore.bundle.v0.3+json';
+  return bundle;
+}
+
+// --- the cases ------------------------------------------------------------------------------------
+async function main() {
+  fs.mkdirSync(path.join(out, 'cases'), { recursive: true });
+  const artifact = Buffer.from(`myriarch test artifact ${crypto.randomBytes(8).toString('hex')}\n`);
+  const other = Buffer.from('a different artifact\n');
+  fs.writeFileSync(path.join(out, 'artifact'), artifact);
+  fs.writeFileSync(path.join(out, 'other-artifact'), other);
+
+  const services = await makeServices();
+  fs.writeFileSync(path.join(out, 'trusted_root.json'), JSON.stringify(trustedRoot(services), null, 2));
+  const base = await signWith(services, artifact, SUBJECT, ISSUER);
+  const clone = () => JSON.parse(JSON.stringify(base));
+
+  const cases = [];
+  const add = (name, bundle, expect, opts = {}) =>
+    cases.push({ name, bundle, expect, artifact: opts.artifact || 'artifact',
+      subject: opts.subject || SUBJECT, issuer: opts.issuer || ISSUER });
+
+  // Accepted.
+  add('ok-v0.2', clone(), 'ok');
+  add('ok-v0.3', toV03(clone()), 'ok');
+  const v01 = clone();
+  v01.mediaType = 'application/vnd.dev.sigstore.bundle+json;version=0.1';
+  add('ok-v0.1', v01, 'ok');
+  add('ok-proof-tree-of-13', reseal(toV03(clone()), services.rekorKeys, { size: 13, index: 9 }), 'ok');
+
+  // Rejected, each at the step named.
+  add('tampered-artifact', clone(), 'artifact:', { artifact: 'other-artifact' });
+  const sig = clone();
+  sig.messageSignature.signature = flipB64(sig.messageSignature.signature, 20);
+  add('tampered-signature', sig, 'tlog body:');
+  const sigSealed = clone();
+  sigSealed.messageSignature.signature = flipB64(sigSealed.messageSignature.signature, 20);
+  editBody(sigSealed, (b) => { b.spec.signature.content = sigSealed.messageSignature.signature; });
+  add('tampered-signature-resealed', reseal(sigSealed, services.rekorKeys), 'signature:');
+  const set = clone();
+  const te = set.verificationMaterial.tlogEntries[0];
+  te.inclusionPromise.signedEntryTimestamp = flipB64(te.inclusionPromise.signedEntryTimestamp, 20);
+  add('tampered-set', set, 'SET:');
+  const cp = reseal(clone(), services.rekorKeys, { size: 6, index: 2 });
+  const cpe = cp.verificationMaterial.tlogEntries[0].inclusionProof.checkpoint;
+  const lines = cpe.envelope.split('\n');
+  const sigLine = lines.findIndex((l) => l.startsWith('\u2014 '));
+  const parts = lines[sigLine].split(' ');
+  parts[2] = flipB64(parts[2], 30);
+  lines[sigLine] = parts.join(' ');
+  cpe.envelope = lines.join('\n');
+  add('tampered-checkpoint-signature', cp, 'checkpoint:');
+  const proof = reseal(toV03(clone()), services.rekorKeys, { size: 13, index: 9 });
+  const ph = proof.verificationMaterial.tlogEntries[0].inclusionProof.hashes;
+  ph[1] = flipB64(ph[1], 5);
+  add('tampered-proof-hash', proof, 'inclusion proof:');
+  const body = clone();
+  editBody(body, (b) => { b.spec.data.hash.value = sha256(other).toString('hex'); });
+  add('tampered-body-digest', reseal(body, services.rekorKeys), 'tlog body:');
+  const bodyUnsealed = clone();
+  editBody(bodyUnsealed, (b) => { b.spec.data.hash.value = sha256(other).toString('hex'); });
+  add('tampered-body-unsealed', bodyUnsealed, 'SET:');
+  add('wrong-identity', clone(), 'identity:', {
+    subject: 'https://github.com/example/release/.github/workflows/release.yml@refs/heads/main' });
+  add('wrong-issuer', clone(), 'identity:', { issuer: 'https://accounts.google.com' });
+
+  // A log that stamps the entry an hour after the ten-minute certificate expired.
+  const late = await makeServices(new Date(Date.now() + 3600 * 1000));
+  const lateBundle = await signWith(late, artifact, SUBJECT, ISSUER);
+  fs.mkdirSync(path.join(out, 'late'), { recursive: true });
+  fs.writeFileSync(path.join(out, 'late', 'trusted_root.json'), JSON.stringify(trustedRoot(late), null, 2));
+  add('time-outside-certificate-validity', lateBundle, 'certificate chain:');
+  cases[cases.length - 1].root = 'late/trusted_root.json';
+
+  // Signed under a different (untrusted) root.
+  const foreign = await makeServices();
+  const foreignBundle = await signWith(foreign, artifact, SUBJECT, ISSUER);
+  add('untrusted-root', foreignBundle, 'tlog entry:');
+  // The foreign log and CT log are trusted, the foreign CA is not.
+  const mixed = trustedRoot(foreign);
+  mixed.certificateAuthorities = trustedRoot(services).certificateAuthorities;
+  fs.mkdirSync(path.join(out, 'untrusted-ca'), { recursive: true });
+  fs.writeFileSync(path.join(out, 'untrusted-ca', 'trusted_root.json'), JSON.stringify(mixed, null, 2));
+  add('untrusted-ca', JSON.parse(JSON.stringify(foreignBundle)), 'certificate chain:');
+  cases[cases.length - 1].root = 'untrusted-ca/trusted_root.json';
+  // The foreign CA and log are trusted, its CT log is not.
+  const noCt = trustedRoot(foreign);
+  noCt.ctlogs = trustedRoot(services).ctlogs;
+  fs.mkdirSync(path.join(out, 'untrusted-ctlog'), { recursive: true });
+  fs.writeFileSync(path.join(out, 'untrusted-ctlog', 'trusted_root.json'), JSON.stringify(noCt, null, 2));
+  add('untrusted-ctlog', JSON.parse(JSON.stringify(foreignBundle)), 'SCT:');
+  cases[cases.length - 1].root = 'untrusted-ctlog/trusted_root.json';
+
+  for (const c of cases) {
+    const dir = path.join(out, 'cases', c.name);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'bundle.json'), JSON.stringify(c.bundle, null, 2));
+    fs.writeFileSync(path.join(dir, 'case.json'), JSON.stringify({
+      artifact: c.artifact, subject: c.subject, issuer: c.issuer, expect: c.expect,
+      root: c.root || 'trusted_root.json',
+    }, null, 2));
+  }
+  nock.cleanAll();
+  console.log(`wrote ${cases.length} cases to ${out}`);
+}
+
+main().catch((e) => {
+  console.error(`sigstore-make: ${e.stack || e}`);
+  process.exit(1);
+});
