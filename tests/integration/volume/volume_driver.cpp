@@ -4,7 +4,8 @@
 //
 //   volume-driver --install-dir D --state-dir S [--binary NAME] <op> [options]
 //   ops:
-//     start     recover, then seed (what the container command does before starting the child)
+//     start     recover, then seed (what the container command does before starting the child);
+//               [--print-state] adds the `state` document as a second line
 //     recover   recovery only
 //     seed      --image PATH [--policy newest|image] [--keep N] [--version-output TEXT]
 //               [--version-failed]   (without --version-output it runs `PATH --version`)
@@ -68,7 +69,7 @@ Args parse_args(int argc, char** argv) {
         std::string s = argv[i];
         if (s.rfind("--", 0) == 0) {
             std::string key = s.substr(2);
-            bool flag = key == "staged" || key == "version-failed";
+            bool flag = key == "staged" || key == "version-failed" || key == "print-state";
             std::string val;
             if (!flag) {
                 if (i + 1 >= argc) die("missing value for " + s);
@@ -337,6 +338,9 @@ int main(int argc, char** argv) {
             json_object_object_add(o, "seed", seed_json(*s));
         }
         print(o);
+        // With --print-state, the `state` document follows on a second line (saves a run per
+        // crash case).
+        if (a.has("print-state")) print(state_json(a, *vol, *j));
         return 0;
     }
     if (a.op == "seed") {
