@@ -1,0 +1,391 @@
+// `myriarch-updater verify` through the real binary: fresh bundles made under a private root by a
+// real signer (tests/interop/sigstore-make.mjs), the reference verifier's verdicts on the same
+// cases, the public sigstore-conformance cases (when ../shared is present), hostile inputs and the
+// command-line contract.
+#include <dirent.h>
+#include <doctest/doctest.h>
+#include <json-c/json.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+using namespace myr::test;
+
+namespace {
+
+std::string interop_dir() {
+    return source_dir() + "/tests/interop";
+}
+
+// Why the node-based tests cannot run here, or "" when they can.
+std::string node_unavailable() {
+    RunResult r = run({"node", "--version"}, 30s);
+    if (r.exit_code != 0) return "node is not installed";
+    if (!exists(interop_dir() + "/node_modules/@sigstore/mock") ||
+        !exists(interop_dir() + "/node_modules/@sigstore/verify")) {
+        return "tests/interop/node_modules is missing (npm install --no-audit --no-fund there)";
+    }
+    return "";
+}
+
+std::vector<std::string> list_dir(const std::string& path) {
+    std::vector<std::string> names;
+    if (DIR* d = ::opendir(path.c_str())) {
+        while (dirent* e = ::readdir(d)) {
+            std::string n = e->d_name;
+            if (n != "." && n != "..") names.push_back(n);
+        }
+        ::closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string json_string(json_object* obj, const char* key) {
+    json_object* v = nullptr;
+    if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string)) {
+        return "";
+    }
+    return json_object_get_string(v);
+}
+
+struct GeneratedCase {
+    std::string name, bundle, artifact, root, subject, issuer, expect;
+};
+
+std::vector<GeneratedCase> load_cases(const std::string& out) {
+    std::vector<GeneratedCase> cases;
+    for (const std::string& name : list_dir(out + "/cases")) {
+        std::string dir = out + "/cases/" + name;
+        json_object* c = json_tokener_parse(read_file(dir + "/case.json").c_str());
+        REQUIRE_MESSAGE(c != nullptr, "unreadable " << dir << "/case.json");
+        cases.push_back({name, dir + "/bundle.json", out + "/" + json_string(c, "artifact"),
+                         out + "/" + json_string(c, "root"), json_string(c, "subject"),
+                         json_string(c, "issuer"), json_string(c, "expect")});
+        json_object_put(c);
+    }
+    return cases;
+}
+
+// Runs sigstore-make.mjs into `out`; false (with a message) when node is unavailable.
+bool make_cases(const std::string& out) {
+    std::string why = node_unavailable();
+    if (!why.empty()) {
+        MESSAGE("skipped: " << why);
+        return false;
+    }
+    RunResult r = run({"node", interop_dir() + "/sigstore-make.mjs", out}, 180s);
+    REQUIRE_MESSAGE(r.exit_code == 0, "sigstore-make.mjs failed: " << r.err);
+    return true;
+}
+
+RunResult verify(const std::string& artifact, const std::string& bundle, const std::string& root,
+                 const std::string& subject, const std::string& issuer) {
+    return run({updater_bin(), "verify", "--artifact", artifact, "--bundle", bundle,
+                "--trusted-root", root, "--subject", subject, "--issuer", issuer},
+               60s);
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+    return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+const char* kMinimalRoot =
+    R"({"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"})";
+
+}  // namespace
+
+TEST_CASE("verify: accepts fresh bundles and rejects each tampering at the step it names") {
+    TempDir tmp;
+    if (!make_cases(tmp.path())) return;
+    auto cases = load_cases(tmp.path());
+    REQUIRE(cases.size() >= 15);
+    int accepted = 0, rejected = 0;
+    for (const GeneratedCase& c : cases) {
+        CAPTURE(c.name);
+        RunResult r = verify(c.artifact, c.bundle, c.root, c.subject, c.issuer);
+        if (c.expect == "ok") {
+            CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
+            CHECK(starts_with(r.out, "verified: " + c.subject + " " + c.issuer + " "));
+            ++accepted;
+        } else {
+            CHECK_MESSAGE(r.exit_code == 1, r.out << r.err);
+            CHECK_MESSAGE(starts_with(r.out, "not verified: " + c.expect), r.out);
+            ++rejected;
+        }
+    }
+    MESSAGE("generated cases: " << accepted << " accepted, " << rejected << " rejected");
+    CHECK(accepted >= 4);
+    CHECK(rejected >= 11);
+}
+
+TEST_CASE("verify: the reference verifier @sigstore/verify agrees on every generated case") {
+    TempDir tmp;
+    if (!make_cases(tmp.path())) return;
+    RunResult ref = run({"node", interop_dir() + "/sigstore-crosscheck.mjs", tmp.path()}, 180s);
+    REQUIRE_MESSAGE(ref.exit_code == 0, ref.err);
+    std::map<std::string, bool> reference;
+    size_t start = 0;
+    while (start < ref.out.size()) {
+        size_t nl = ref.out.find('\n', start);
+        std::string line = ref.out.substr(start, nl - start);
+        start = nl == std::string::npos ? ref.out.size() : nl + 1;
+        if (line.empty()) continue;
+        json_object* o = json_tokener_parse(line.c_str());
+        REQUIRE_MESSAGE(o != nullptr, "bad line from sigstore-crosscheck.mjs: " << line);
+        json_object* ok = nullptr;
+        REQUIRE(json_object_object_get_ex(o, "ok", &ok));
+        reference[json_string(o, "name")] = json_object_get_boolean(ok);
+        json_object_put(o);
+    }
+    auto cases = load_cases(tmp.path());
+    REQUIRE(reference.size() == cases.size());
+    int agreed = 0;
+    for (const GeneratedCase& c : cases) {
+        CAPTURE(c.name);
+        REQUIRE(reference.count(c.name) == 1);
+        RunResult r = verify(c.artifact, c.bundle, c.root, c.subject, c.issuer);
+        bool ours = r.exit_code == 0;
+        CHECK_MESSAGE(ours == reference[c.name], "ours: " << r.out);
+        CHECK(ours == (c.expect == "ok"));
+        if (ours == reference[c.name]) ++agreed;
+    }
+    MESSAGE("@sigstore/verify agreed on " << agreed << " of " << cases.size() << " cases");
+}
+
+TEST_CASE("verify: --subject-regexp matches the whole SAN, not a part of it") {
+    TempDir tmp;
+    if (!make_cases(tmp.path())) return;
+    std::string dir = tmp / "cases/ok-v0.3";
+    auto run_re = [&](const std::string& re) {
+        return run(
+            {updater_bin(), "verify", "--artifact", tmp / "artifact", "--bundle",
+             dir + "/bundle.json", "--trusted-root", tmp / "trusted_root.json", "--subject-regexp",
+             re, "--issuer", "https://token.actions.githubusercontent.com"},
+            60s);
+    };
+    RunResult full = run_re("https://github\\.com/example/release/.*@refs/tags/v[0-9.]+");
+    CHECK_MESSAGE(full.exit_code == 0, full.out << full.err);
+    RunResult partial = run_re("example/release");
+    CHECK(partial.exit_code == 1);
+    CHECK(starts_with(partial.out, "not verified: identity: "));
+    RunResult bad = run_re("([unclosed");
+    CHECK(bad.exit_code == 1);
+    CHECK(starts_with(bad.out, "not verified: identity policy: "));
+}
+
+TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected result") {
+    std::string shared = shared_dir();
+    if (shared.empty()) {
+        MESSAGE("skipped: ../shared (sigstore-conformance cases) is not present");
+        return;
+    }
+    std::string base = shared + "/testdata/sigstore-conformance";
+    std::string cases_dir = base + "/bundle-verify";
+    if (!exists(cases_dir)) {
+        MESSAGE("skipped: " << cases_dir << " is not present");
+        return;
+    }
+    // The Rekor v1 messageSignature cases (HOW-TO-USE.md), with the step each failure must name.
+    const std::map<std::string, std::string> in_scope = {
+        {"bundle-from-wrong-instance_fail", "tlog entry:"},
+        {"bundle-invalid-base64-signature_fail", "bundle:"},
+        {"bundle-malformed-json_fail", "bundle:"},
+        {"bundle-negative-log-index_fail", "bundle:"},
+        {"bundle-unknown-version_fail", "bundle: unsupported mediaType"},
+        {"bundle-with-root-cert_fail", "bundle:"},
+        {"checkpoint-bad-keyhint_fail", "checkpoint:"},
+        {"checkpoint-wrong-roothash_fail", "checkpoint:"},
+        {"happy-path-v0.1", ""},
+        {"happy-path-v0.2", ""},
+        {"happy-path-v0.3-new-mediaType", ""},
+        {"happy-path-v0.3", ""},
+        {"inclusion-proof-corrupted-hash_fail", "inclusion proof:"},
+        {"incorrect-public-key_fail", "SET:"},
+        {"integrated-time-in-future_fail", "certificate chain:"},
+        {"invalid-checkpoint-signature_fail", "checkpoint:"},
+        {"invalid-ct-key_fail", "SCT:"},
+        {"invalid-inclusion-proof_fail", "inclusion proof:"},
+        {"message-digest-mismatch_fail", "artifact:"},
+        {"set-invalid-signature_fail", "SET:"},
+        {"signature-mismatch_fail", "tlog body: body signature"},
+        {"trust-root-tlog-validity-end-inclusive", ""},
+        {"wrong-hashedrekord-artifact_fail", "tlog body:"},
+        {"wrong-hashedrekord-cert-and-sig_fail", "tlog body:"},
+        {"wrong-hashedrekord-entry_fail", "tlog body:"},
+        {"wrong-material_fail", "artifact:"},
+    };
+    const std::string default_subject =
+        "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/"
+        "workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
+    const std::string default_issuer = "https://token.actions.githubusercontent.com";
+    auto trim = [](std::string s) {
+        while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+            s.pop_back();
+        return s;
+    };
+
+    int passed = 0, failed = 0;
+    std::map<std::string, std::vector<std::string>> skipped;
+    std::set<std::string> seen;
+    std::vector<std::string> extra;
+    for (const std::string& name : list_dir(cases_dir)) {
+        std::string dir = cases_dir + "/" + name;
+        if (!exists(dir + "/bundle.sigstore.json")) continue;
+        auto it = in_scope.find(name);
+        if (it == in_scope.end()) {
+            std::string bundle = read_file(dir + "/bundle.sigstore.json");
+            std::string why = bundle.find("dsseEnvelope") != std::string::npos    ? "DSSE"
+                              : bundle.find("\"publicKey\"") != std::string::npos ? "managed key"
+                              : bundle.find("\"0.0.2\"") != std::string::npos     ? "Rekor v2"
+                              : bundle.find("rfc3161Timestamps") != std::string::npos ? "TSA"
+                                                                                      : "other";
+            if (why != "other") {
+                skipped[why].push_back(name);
+                continue;
+            }
+            // A Rekor v1 messageSignature case newer than the list: held to its name's verdict.
+            extra.push_back(name);
+        }
+        if (it != in_scope.end()) seen.insert(name);
+        CAPTURE(name);
+        std::string artifact = exists(dir + "/artifact") ? dir + "/artifact" : base + "/a.txt";
+        std::string root = exists(dir + "/trusted_root.json")
+                               ? dir + "/trusted_root.json"
+                               : base + "/public-good-trusted-root.json";
+        std::string subject =
+            exists(dir + "/identity") ? trim(read_file(dir + "/identity")) : default_subject;
+        std::string issuer =
+            exists(dir + "/issuer") ? trim(read_file(dir + "/issuer")) : default_issuer;
+        RunResult r = verify(artifact, dir + "/bundle.sigstore.json", root, subject, issuer);
+        bool good;
+        const bool must_fail = name.size() > 5 && name.compare(name.size() - 5, 5, "_fail") == 0;
+        // "" must verify; otherwise the rejection must start with this.
+        std::string expect = must_fail ? " " : "";
+        if (it != in_scope.end() && !it->second.empty()) expect = " " + it->second;
+        if (expect.empty()) {
+            good = r.exit_code == 0 && starts_with(r.out, "verified: " + subject + " ");
+        } else {
+            good = r.exit_code == 1 && starts_with(r.out, "not verified:" + expect);
+        }
+        CHECK_MESSAGE(good, "exit " << r.exit_code << ": " << r.out << r.err);
+        (good ? passed : failed)++;
+    }
+    size_t skip_count = 0;
+    for (const auto& [why, names] : skipped) {
+        std::string list;
+        for (const auto& n : names) list += " " + n;
+        MESSAGE("out of scope (" << why << "): " << names.size() << ":" << list);
+        skip_count += names.size();
+    }
+    MESSAGE("sigstore-conformance: " << passed << " passed, " << failed << " failed, " << skip_count
+                                     << " skipped as out of scope, "
+                                     << in_scope.size() - seen.size()
+                                     << " listed in scope but absent");
+    if (!extra.empty()) {
+        std::string list;
+        for (const auto& n : extra) list += " " + n;
+        MESSAGE("also run (Rekor v1 messageSignature, not in the list): " << extra.size() << ":"
+                                                                          << list);
+    }
+    CHECK(passed + failed == static_cast<int>(seen.size() + extra.size()));
+    CHECK(seen.size() > 0);
+}
+
+TEST_CASE("verify: hostile documents are refused with the step named, never crash") {
+    TempDir tmp;
+    write_file(tmp / "artifact", "x");
+    write_file(tmp / "root.json", kMinimalRoot);
+    auto check_bundle = [&](const std::string& content, const std::string& expect) {
+        write_file(tmp / "bundle.json", content);
+        RunResult r = verify(tmp / "artifact", tmp / "bundle.json", tmp / "root.json", "s", "i");
+        CHECK_MESSAGE(r.exit_code == 1, r.out << r.err);
+        CHECK_MESSAGE((r.out + r.err).find(expect) != std::string::npos, r.out << r.err);
+    };
+    check_bundle(std::string(5000, '[') + std::string(5000, ']'), "not verified: bundle: ");
+    check_bundle("{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}",
+                 "not verified: bundle: malformed JSON");
+    check_bundle("{\"mediaType\":\"x\"}   trailing", "not verified: bundle: malformed JSON");
+    check_bundle("{}", "not verified: bundle: mediaType: missing");
+    check_bundle(R"({"mediaType":"application/vnd.dev.sigstore.bundle+json;version=0.7"})",
+                 "unsupported mediaType");
+    check_bundle("{\"mediaType\":\"" + std::string(2 * 1024 * 1024, 'a') + "\"}",
+                 "larger than the limit");
+    const std::string head =
+        R"({"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":)"
+        R"({"certificate":{"rawBytes":"AAAA"},"tlogEntries":[{"logId":{"keyId":"AAAA"},)"
+        R"("kindVersion":{"kind":"hashedrekord","version":"0.0.1"},"canonicalizedBody":"e30=",)";
+    const std::string tail = R"(}]},"messageSignature":{"messageDigest":{"algorithm":"SHA2_256",)"
+                             R"("digest":"AAAA"},"signature":"AAAA"}})";
+    check_bundle(head + R"("logIndex":"-5")" + tail, "logIndex: negative value");
+    check_bundle(head + R"("logIndex":"99999999999999999999")" + tail,
+                 "logIndex: integer overflow");
+    check_bundle(head + R"("logIndex":"12x")" + tail, "logIndex: not a decimal integer");
+    check_bundle(head + R"("integratedTime":1.5)" + tail, "integratedTime: not an integer");
+    std::string hashes;
+    for (int i = 0; i < 65; ++i) hashes += std::string(i ? "," : "") + "\"AAAA\"";
+    check_bundle(head + R"("inclusionProof":{"rootHash":"AAAA","hashes":[)" + hashes + "]}" + tail,
+                 "hashes: 65 elements, more than the limit of 64");
+    check_bundle(head + R"("logIndex":"1")" + tail,
+                 "bundle: a v0.2+ bundle needs an inclusionProof");
+    check_bundle(head + R"("inclusionProof":{"rootHash":"AAAA"})" + tail,
+                 "not verified: certificate: certificate does not parse");
+}
+
+TEST_CASE("verify: command-line contract (usage errors exit 2, unreadable inputs exit 1)") {
+    TempDir tmp;
+    write_file(tmp / "artifact", "x");
+    write_file(tmp / "root.json", kMinimalRoot);
+    write_file(tmp / "bundle.json", "{}");
+    const std::string bin = updater_bin();
+    std::vector<std::string> base = {bin,
+                                     "verify",
+                                     "--artifact",
+                                     tmp / "artifact",
+                                     "--bundle",
+                                     tmp / "bundle.json",
+                                     "--trusted-root",
+                                     tmp / "root.json"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> argv = base;
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        return run(argv, 60s);
+    };
+    CHECK(with({"--subject", "s"}).exit_code == 2);  // no --issuer
+    CHECK(with({"--issuer", "i"}).exit_code == 2);   // no subject
+    CHECK(with({"--subject", "s", "--subject-regexp", "r", "--issuer", "i"}).exit_code == 2);
+    CHECK(with({"--subject", "s", "--issuer", "i", "--bogus", "x"}).exit_code == 2);
+    CHECK(run({bin, "verify", "--help"}, 60s).exit_code == 0);
+
+    RunResult missing =
+        run({bin, "verify", "--artifact", tmp / "nope", "--bundle", tmp / "bundle.json",
+             "--trusted-root", tmp / "root.json", "--subject", "s", "--issuer", "i"},
+            60s);
+    CHECK(missing.exit_code == 1);
+    CHECK(missing.err.find(tmp / "nope") != std::string::npos);
+    RunResult no_bundle =
+        run({bin, "verify", "--artifact", tmp / "artifact", "--bundle", tmp / "nobundle",
+             "--trusted-root", tmp / "root.json", "--subject", "s", "--issuer", "i"},
+            60s);
+    CHECK(no_bundle.exit_code == 1);
+    CHECK(no_bundle.err.find(tmp / "nobundle") != std::string::npos);
+    RunResult no_root =
+        run({bin, "verify", "--artifact", tmp / "artifact", "--bundle", tmp / "bundle.json",
+             "--trusted-root", tmp / "noroot", "--subject", "s", "--issuer", "i"},
+            60s);
+    CHECK(no_root.exit_code == 1);
+    CHECK(no_root.err.find(tmp / "noroot") != std::string::npos);
+
+    write_file(tmp / "badroot.json", R"({"mediaType":"something/else"})");
+    RunResult bad_root =
+        run({bin, "verify", "--artifact", tmp / "artifact", "--bundle", tmp / "bundle.json",
+             "--trusted-root", tmp / "badroot.json", "--subject", "s", "--issuer", "i"},
+            60s);
+    CHECK(bad_root.exit_code == 1);
+    CHECK(starts_with(bad_root.out, "not verified: trusted root: unsupported mediaType"));
+}
