@@ -3,6 +3,8 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include <memory>
 #include <optional>
