@@ -60,7 +60,8 @@ std::string default_previous(const Active& a, const std::string& version) {
     return a.marker ? a.marker->previous_version : "";
 }
 
-// Fills `.staging/<id>/<binary>` from the image, hashing while writing. Returns digest and size.
+// Fills `.staging/<id>/<binary>` from the image, hashing while writing (one pass over the data).
+// Returns digest and size.
 Status stage_copy(const Volume& vol, const Staging& st, int image_fd, std::string* sha,
                   uint64_t* size) {
     if (::lseek(image_fd, 0, SEEK_SET) < 0) return fail_errno("seek image binary");
