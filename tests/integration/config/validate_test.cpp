@@ -1,0 +1,208 @@
+// `validate` through the real binary: exit codes, the F:L:C: key: message lines on stderr, the
+// effective configuration on stdout, and files that must not hang or be read (FIFO, 100 MB).
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+using namespace myr::test;
+
+namespace {
+
+RunResult validate(const std::vector<std::string>& args, Millis timeout = 60s) {
+    std::vector<std::string> argv{updater_bin(), "validate"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, timeout);
+}
+
+std::string example() {
+    return source_dir() + "/packaging/examples/updater.yaml";
+}
+
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream ss(text);
+    std::string l;
+    while (std::getline(ss, l)) out.push_back(l);
+    return out;
+}
+
+bool contains(const std::string& hay, const std::string& needle) {
+    return hay.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("validate: the example is valid and prints the effective config and grace period") {
+    for (const char* mode : {"any", "container"}) {
+        CAPTURE(mode);
+        RunResult r = validate({"--config", example(), "--mode", mode});
+        INFO(r.err);
+        CHECK(r.exit_code == 0);
+        CHECK(r.err.empty());
+        CHECK(contains(r.out, "terminationGracePeriodSeconds: 360"));
+        CHECK(contains(r.out, "  endpoint: \"wss://myriarchd.myriarch.svc:4320/v1/opamp\"\n"));
+        CHECK(contains(r.out, "  seedPolicy: newest\n"));
+    }
+}
+
+TEST_CASE("validate: the printed effective configuration validates again, unchanged") {
+    TempDir dir;
+    RunResult first = validate({"--config=" + example(), "--mode=container"});
+    REQUIRE(first.exit_code == 0);
+    write_file(dir / "effective.yaml", first.out);
+    RunResult second = validate({"--config", dir / "effective.yaml", "--mode", "container"});
+    INFO(second.err);
+    CHECK(second.exit_code == 0);
+    CHECK(second.out == first.out);
+}
+
+TEST_CASE("validate: the grace period follows stopTimeout and healthTimeout") {
+    TempDir dir;
+    write_file(dir / "u.yaml",
+               "update:\n  requireSignature: false\n  healthTimeout: 3m\n"
+               "container:\n  stopTimeout: 45s\n");
+    RunResult r = validate({"--config", dir / "u.yaml"});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "terminationGracePeriodSeconds: 510"));  // 2*45 + 2*180 + 60
+    write_file(dir / "v.yaml", "update:\n  requireSignature: false\n  healthTimeout: 1m\n");
+    RunResult v = validate({"--config", dir / "v.yaml"});
+    CHECK(v.exit_code == 0);
+    CHECK(contains(v.out, "terminationGracePeriodSeconds: 240"));  // default stopTimeout 30s
+}
+
+TEST_CASE("validate: a bad file prints every problem as F:L:C: key: message and exits 1") {
+    TempDir dir;
+    std::string f = dir / "bad.yaml";
+    write_file(f,
+               "server:\n"
+               "  endpoint: ws://myriarchd.example/v1/opamp\n"
+               "update:\n"
+               "  requireSignatre: false\n"
+               "  healthSuccesses: 0\n"
+               "container:\n"
+               "  maxRestarts: five\n"
+               "  stopTimeout: -1s\n"
+               "log:\n"
+               "  level: loud\n");
+    RunResult r = validate({"--config", f, "--mode", "container"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    std::vector<std::string> got = lines(r.err);
+    INFO(r.err);
+    CHECK(got.size() >= 7);
+    std::regex form("^" + f + ":[0-9]+:[0-9]+: [A-Za-z.\\[\\]0-9]+: .+$");
+    for (const std::string& l : got) {
+        CAPTURE(l);
+        CHECK(std::regex_match(l, form));
+    }
+    CHECK(contains(r.err, f + ":2:3: server.endpoint: ws:// to a host that is not loopback"));
+    CHECK(contains(r.err, f + ":4:3: update.requireSignatre: unknown key, did you mean "
+                              "\"requireSignature\"?"));
+    CHECK(contains(r.err, f + ":5:3: update.healthSuccesses: must be at least 1, got 0"));
+    CHECK(contains(r.err, f + ":7:3: container.maxRestarts: expected an integer, got \"five\""));
+    CHECK(contains(r.err, f + ":8:3: container.stopTimeout: must be positive"));
+    CHECK(contains(r.err, f + ":10:3: log.level: must be debug, info, warn or error"));
+    CHECK(contains(r.err, "container.supervisorCommand: is required by the container command"));
+}
+
+TEST_CASE("validate: the container rules apply only with --mode container") {
+    TempDir dir;
+    write_file(dir / "u.yaml", "update:\n  requireSignature: false\n");
+    CHECK(validate({"--config", dir / "u.yaml"}).exit_code == 0);
+    CHECK(validate({"--config", dir / "u.yaml", "--mode", "any"}).exit_code == 0);
+    RunResult c = validate({"--config", dir / "u.yaml", "--mode", "container"});
+    CHECK(c.exit_code == 1);
+    CHECK(contains(c.err, "container: section is required by the container command"));
+    CHECK(contains(c.err, "server.endpoint: is required by the container command"));
+    RunResult run_mode = validate({"--config", dir / "u.yaml", "--mode", "run"});
+    CHECK(run_mode.exit_code == 1);
+    CHECK(contains(run_mode.err, "server.endpoint: is required by the run command"));
+}
+
+TEST_CASE("validate: usage errors exit 2") {
+    CHECK(validate({}).exit_code == 2);
+    CHECK(validate({"--config"}).exit_code == 2);
+    CHECK(validate({"--config="}).exit_code == 2);
+    RunResult m = validate({"--config", example(), "--mode", "host"});
+    CHECK(m.exit_code == 2);
+    CHECK(contains(m.err, "--mode must be any, container or run"));
+    CHECK(validate({"--config", example(), "--colour"}).exit_code == 2);
+    CHECK(validate({"--config", example(), "extra"}).exit_code == 2);
+    RunResult h = validate({"--help"});
+    CHECK(h.exit_code == 0);
+    CHECK(contains(h.out, "Usage: myriarch-updater validate"));
+}
+
+TEST_CASE("validate: a missing file is a runtime error naming it") {
+    TempDir dir;
+    RunResult r = validate({"--config", dir / "nope.yaml"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "myriarch-updater: " + dir / "nope.yaml" + ": No such file or directory\n");
+}
+
+TEST_CASE("validate: a directory as --config is refused") {
+    TempDir dir;
+    RunResult r = validate({"--config", dir.path()});
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, dir.path() + ": is a directory"));
+}
+
+TEST_CASE("validate: a FIFO as --config does not hang") {
+    TempDir dir;
+    std::string fifo = dir / "fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    RunResult r = validate({"--config", fifo}, 20s);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, fifo + ": is a FIFO, not a file"));
+}
+
+TEST_CASE("validate: a 100 MB file is refused quickly, by its size") {
+    TempDir dir;
+    std::string f = dir / "big.yaml";
+    {
+        // Real bytes, not a sparse hole: the refusal must not depend on how the file was made.
+        int fd = ::open(f.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+        REQUIRE(fd >= 0);
+        std::string chunk(1 << 20, '#');
+        for (int i = 0; i < 100; ++i) {
+            REQUIRE(::write(fd, chunk.data(), chunk.size()) == static_cast<ssize_t>(chunk.size()));
+        }
+        ::close(fd);
+    }
+    auto start = std::chrono::steady_clock::now();
+    RunResult r = validate({"--config", f}, 30s);
+    auto took = std::chrono::steady_clock::now() - start;
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "104857600 bytes"));
+    CHECK(contains(r.err, "limit"));
+    // Generous for a loaded machine; parsing 100 MB would take far longer under the sanitizers
+    // and the point is that nothing is read.
+    CHECK(took < 10s);
+}
+
+TEST_CASE("validate: an empty file and a binary file are clean errors") {
+    TempDir dir;
+    write_file(dir / "empty.yaml", "");
+    RunResult e = validate({"--config", dir / "empty.yaml"});
+    CHECK(e.exit_code == 1);
+    CHECK(e.err == dir / "empty.yaml" + ":1:1: empty configuration file\n");
+    std::string junk;
+    for (int i = 0; i < 4096; ++i) junk += static_cast<char>((i * 7919 + 13) & 0xff);
+    write_file(dir / "junk.yaml", junk);
+    RunResult b = validate({"--config", dir / "junk.yaml"});
+    CHECK(b.exit_code == 1);
+    CHECK(b.term_signal == 0);
+    CHECK_FALSE(b.err.empty());
+}
