@@ -85,7 +85,8 @@ Result<Digest> inclusion_root(const Bytes& leaf, uint64_t index, uint64_t tree_s
                     std::to_string(tree_size));
     }
     size_t inner = static_cast<size_t>(bit_length(index ^ (tree_size - 1)));
-    size_t border = static_cast<size_t>(pop_count(index >> inner));
+    // inner reaches 64 for the largest trees; shifting a uint64_t by 64 is undefined.
+    size_t border = inner >= 64 ? 0 : static_cast<size_t>(pop_count(index >> inner));
     if (hashes.size() != inner + border) {
         return fail(std::to_string(hashes.size()) + " hashes where the tree shape needs " +
                     std::to_string(inner + border));
