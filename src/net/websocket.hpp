@@ -2,7 +2,8 @@
 //
 // connect() resolves the host off the loop, refuses ws:// to a non-loopback resolved address unless
 // allowed, opens TCP (and TLS for wss://), performs the upgrade handshake, then delivers whole
-// binary messages. Text messages are refused with close 1002 (OpAMP is binary only). Everything
+// binary messages. Text messages are refused with close 1003 (OpAMP is binary only; RFC 6455
+// 7.4.1 names 1003 for a data type the endpoint cannot accept). Everything
 // happens on the loop passed in; no threads besides libuv's work queue (name resolution).
 //
 // Lifetime: the object may be destroyed at any time, including from inside one of its own
@@ -94,7 +95,7 @@ class WebSocketClient {
     class Impl;
 
   private:
-    Impl* impl_;  // owned; frees itself once its libuv handles are closed
+    Impl* impl_;  // owned; its libuv parts free themselves once their handles are closed
 };
 
 }  // namespace myr::net
