@@ -480,7 +480,11 @@ TEST_CASE("config: subjectRegexp must compile and be anchored") {
     expect_problem(with("^abc"), key, "must be anchored");
     expect_problem(with("^abc\\$"), key, "must be anchored");
     expect_problem(with("^" + std::string(2000, 'a') + "$"), key, "longer than");
-    expect_problem(with("^a{1000}{1000}$"), key, "not a valid");
+    expect_problem(with("^a{1000}{1000}$"), key, "repetition counts expand");
+    expect_problem(with("^[a-z]{99999}$"), key, "repetition counts expand");
+    expect_problem(with("^(x(a{200})){200}$"), key, "repetition counts expand");
+    expect_problem(with("^a{20001,}$"), key, "repetition counts expand");
+    expect_ok(with("^[a-z]{1,64}\\.(b{2}){3}[{]x$"));
     Config c = expect_ok(with("^https://x\\.y/.*@refs/tags/v.*\\\\$"));
     CHECK(c.update.signer_identity.subject_regexp == "^https://x\\.y/.*@refs/tags/v.*\\\\$");
     // Checked even when signatures are off: the value would be used as soon as they are on.
