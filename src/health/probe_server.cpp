@@ -1,0 +1,271 @@
+#include "health/probe_server.hpp"
+
+#include <llhttp.h>
+
+#include <cstring>
+#include <memory>
+
+#include "core/log.hpp"
+
+namespace myr::health {
+
+namespace {
+
+const char* reason_phrase(int status) {
+    switch (status) {
+        case 200:
+            return "OK";
+        case 400:
+            return "Bad Request";
+        case 404:
+            return "Not Found";
+        case 405:
+            return "Method Not Allowed";
+        case 408:
+            return "Request Timeout";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 503:
+            return "Service Unavailable";
+        default:
+            return "Unknown";
+    }
+}
+
+}  // namespace
+
+Response route(std::string_view method, std::string_view target, const Probes& probes) {
+    // The path only: a query string does not change the answer.
+    std::string_view path = target.substr(0, target.find('?'));
+    bool known = path == "/healthz" || path == "/readyz";
+    if (!known) return {404, "not found: use /healthz or /readyz", false};
+    if (method != "GET" && method != "HEAD") return {405, "method not allowed: use GET", true};
+    const auto& ask = path == "/healthz" ? probes.healthz : probes.readyz;
+    Answer a = ask ? ask() : Answer{false, "not configured"};
+    return {a.ok ? 200 : 503, a.text, false};
+}
+
+std::string render(const Response& r, bool head, bool keep_alive) {
+    std::string body = r.body + "\n";
+    std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + reason_phrase(r.status) +
+                      "\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n" +
+                      "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    if (r.allow_header) out += "Allow: GET, HEAD\r\n";
+    out += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+    if (!head) out += body;
+    return out;
+}
+
+// One client. Freed in the close callback of its TCP handle.
+struct ProbeServer::Conn {
+    ProbeServer* server;
+    uv_tcp_t tcp{};
+    llhttp_t parser{};
+    llhttp_settings_t settings{};
+    std::unique_ptr<loop::Timer> timer;
+    std::string method;
+    std::string target;
+    size_t header_bytes = 0;
+    bool too_large = false;
+    bool has_body = false;
+    bool complete = false;
+    bool closing = false;
+
+    uv_handle_t* handle() { return reinterpret_cast<uv_handle_t*>(&tcp); }
+    uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp); }
+
+    void close() {
+        if (closing) return;
+        closing = true;
+        timer.reset();
+        uv_close(handle(), [](uv_handle_t* h) {
+            auto* c = static_cast<Conn*>(h->data);
+            if (c->server) c->server->conns_.erase(c);
+            delete c;
+        });
+    }
+
+    void reset_request() {
+        method.clear();
+        target.clear();
+        header_bytes = 0;
+        too_large = false;
+        has_body = false;
+        complete = false;
+    }
+
+    void arm_timeout() {
+        timer->start(server->limits_.request_timeout, [this] {
+            // A client too slow to send one request, or an idle keep-alive connection.
+            close();
+        });
+    }
+
+    void send(const Response& r, bool head, bool keep_alive) {
+        struct Write {
+            uv_write_t req;
+            std::string bytes;
+            Conn* conn;
+            bool close_after;
+        };
+        auto* w = new Write{{}, render(r, head, keep_alive), this, !keep_alive};
+        w->req.data = w;
+        uv_buf_t buf = uv_buf_init(w->bytes.data(), static_cast<unsigned>(w->bytes.size()));
+        int rc = uv_write(&w->req, stream(), &buf, 1, [](uv_write_t* req, int status) {
+            auto* w = static_cast<Write*>(req->data);
+            // Pending writes complete (cancelled) before the close callback frees the Conn.
+            if (w->close_after || status != 0) w->conn->close();
+            delete w;
+        });
+        if (rc != 0) {
+            delete w;
+            close();
+        }
+    }
+
+    void refuse(int status, const char* why) {
+        uv_read_stop(stream());
+        send(Response{status, why, false}, false, false);
+    }
+
+    void on_data(const char* data, size_t n) {
+        if (closing) return;
+        llhttp_errno_t err = llhttp_execute(&parser, data, n);
+        if (too_large) return refuse(431, "request headers too large");
+        if (has_body) return refuse(400, "bad request: probes take no body");
+        if (err == HPE_PAUSED && complete) {
+            const char* end = llhttp_get_error_pos(&parser);
+            if (end != nullptr && end < data + n) {
+                return refuse(400, "bad request: one request at a time (no pipelining)");
+            }
+            bool keep = llhttp_should_keep_alive(&parser) != 0;
+            bool head = method == "HEAD";
+            Response r = route(method, target, server->probes_);
+            send(r, head, keep);
+            if (!keep) {
+                uv_read_stop(stream());
+                return;
+            }
+            llhttp_resume(&parser);
+            reset_request();
+            arm_timeout();
+            return;
+        }
+        if (err != HPE_OK) return refuse(400, "bad request: malformed HTTP");
+        // Incomplete: wait for more within the request timeout.
+    }
+
+    static Conn* of(llhttp_t* p) { return static_cast<Conn*>(p->data); }
+
+    int count(size_t n) {
+        header_bytes += n;
+        if (header_bytes > server->limits_.max_header_bytes) {
+            too_large = true;
+            return -1;  // stops the parser
+        }
+        return 0;
+    }
+
+    void init_parser() {
+        llhttp_settings_init(&settings);
+        settings.on_url = [](llhttp_t* p, const char* at, size_t n) {
+            Conn* c = of(p);
+            if (c->count(n) != 0) return -1;
+            c->target.append(at, n);
+            return 0;
+        };
+        settings.on_header_field = [](llhttp_t* p, const char*, size_t n) {
+            return of(p)->count(n);
+        };
+        settings.on_header_value = [](llhttp_t* p, const char*, size_t n) {
+            return of(p)->count(n);
+        };
+        settings.on_headers_complete = [](llhttp_t* p) {
+            Conn* c = of(p);
+            c->method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
+            return 0;
+        };
+        settings.on_body = [](llhttp_t* p, const char*, size_t) {
+            of(p)->has_body = true;
+            return -1;
+        };
+        settings.on_message_complete = [](llhttp_t* p) {
+            of(p)->complete = true;
+            return static_cast<int>(HPE_PAUSED);
+        };
+        llhttp_init(&parser, HTTP_REQUEST, &settings);
+        parser.data = this;
+    }
+};
+
+ProbeServer::ProbeServer(loop::Loop& loop, Probes probes, ServerLimits limits)
+    : loop_(loop), probes_(std::move(probes)), limits_(limits) {}
+
+ProbeServer::~ProbeServer() {
+    for (Conn* c : conns_) {
+        c->server = nullptr;
+        c->close();
+    }
+    conns_.clear();
+    if (listener_ != nullptr) {
+        listener_->data = nullptr;
+        uv_close(reinterpret_cast<uv_handle_t*>(listener_),
+                 [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
+    }
+}
+
+Status ProbeServer::listen(const config::HostPort& where) {
+    sockaddr_storage addr{};
+    int rc =
+        where.ipv6()
+            ? uv_ip6_addr(where.host.c_str(), where.port, reinterpret_cast<sockaddr_in6*>(&addr))
+            : uv_ip4_addr(where.host.c_str(), where.port, reinterpret_cast<sockaddr_in*>(&addr));
+    std::string what = "probe server: listen on " + where.str();
+    if (rc != 0) return fail(what + ": " + uv_strerror(rc));
+    listener_ = new uv_tcp_t();
+    uv_tcp_init(loop_.get(), listener_);
+    listener_->data = this;
+    rc = uv_tcp_bind(listener_, reinterpret_cast<sockaddr*>(&addr), 0);
+    if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(listener_), 128, on_connection);
+    if (rc != 0) return fail(what + ": " + uv_strerror(rc));
+    sockaddr_storage bound{};
+    int len = sizeof bound;
+    uv_tcp_getsockname(listener_, reinterpret_cast<sockaddr*>(&bound), &len);
+    port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                        : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    log::info("probe server listening", {{"address", where.str()}, {"port", port_}});
+    return {};
+}
+
+void ProbeServer::on_connection(uv_stream_t* listener, int status) {
+    auto* self = static_cast<ProbeServer*>(listener->data);
+    if (self == nullptr || status < 0) return;
+    auto* c = new Conn();
+    c->server = self;
+    uv_tcp_init(self->loop_.get(), &c->tcp);
+    c->tcp.data = c;
+    c->timer = std::make_unique<loop::Timer>(self->loop_);
+    self->conns_.insert(c);
+    if (uv_accept(listener, c->stream()) != 0) return c->close();
+    if (self->conns_.size() > self->limits_.max_connections) {
+        // Accepted only to be closed: leaving it in the backlog would let it pile up.
+        return c->close();
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    c->init_parser();
+    c->arm_timeout();
+    uv_read_start(
+        c->stream(),
+        [](uv_handle_t*, size_t, uv_buf_t* buf) {
+            static thread_local char scratch[16 * 1024];
+            buf->base = scratch;
+            buf->len = sizeof scratch;
+        },
+        [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+            auto* c = static_cast<Conn*>(s->data);
+            if (n < 0) return c->close();
+            if (n > 0) c->on_data(buf->base, static_cast<size_t>(n));
+        });
+}
+
+}  // namespace myr::health

@@ -1,0 +1,31 @@
+#include "health/probes.hpp"
+
+namespace myr::health {
+
+Heartbeat::Heartbeat(loop::Loop& loop, const Clock& clock, Duration period)
+    : clock_(clock), last_(clock.now()), timer_(loop) {
+    timer_.start(
+        period, [this] { beat(); }, period);
+}
+
+void Heartbeat::beat() {
+    last_ = clock_.now();
+}
+
+Duration Heartbeat::age() const {
+    return std::chrono::duration_cast<Duration>(clock_.now() - last_);
+}
+
+Answer Heartbeat::answer() const {
+    Duration a = age();
+    if (a < kHeartbeatLimit) return {true, "ok"};
+    return {false, "main loop stalled: last heartbeat " + format_duration(a) + " ago"};
+}
+
+Answer Readiness::answer() const {
+    if (swap_) return {false, "swap in progress"};
+    if (!child_running_()) return {false, child_text_()};
+    return {true, "ready: " + child_text_()};
+}
+
+}  // namespace myr::health

@@ -1,0 +1,83 @@
+#include "proc/reaper.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "core/log.hpp"
+
+namespace myr::proc {
+
+Reaper::Reaper(loop::Loop& loop) : loop_(loop), sigchld_(loop) {}
+
+Reaper::~Reaper() = default;
+
+Status Reaper::start() {
+#ifdef __linux__
+    if (::getpid() != 1) {
+        if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+            return fail_errno("register as child subreaper");
+        }
+        subreaper_ = true;
+    }
+#endif
+    MYR_TRY(sigchld_.start(SIGCHLD, [this](int) { reap(); }), "reaper");
+    // Children that ended before the watcher existed (or were inherited) are collected now.
+    reap();
+    return {};
+}
+
+Result<Spawned> Reaper::spawn(const std::vector<std::string>& argv, const SpawnOptions& opts,
+                              ExitCallback on_exit) {
+    auto s = proc::spawn(argv, opts);
+    if (!s) return s;
+    watched_[s->pid] = std::move(on_exit);
+    return s;
+}
+
+void Reaper::deliver(pid_t pid, int status) {
+    auto it = watched_.find(pid);
+    if (it == watched_.end()) {
+        ++orphans_;
+        log::debug("orphan reaped", {{"pid", pid}, {"status", describe_status(status)}});
+        return;
+    }
+    ExitCallback cb = std::move(it->second);
+    watched_.erase(it);
+    if (cb) cb(status);
+}
+
+void Reaper::reap() {
+#ifdef __linux__
+    for (;;) {
+        int status = 0;
+        pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        if (pid > 0) {
+            deliver(pid, status);
+            continue;
+        }
+        if (pid < 0 && errno == EINTR) continue;
+        break;  // 0: children left but none ended; ECHILD: no children at all
+    }
+#else
+    std::vector<pid_t> pids;
+    for (const auto& [pid, cb] : watched_) pids.push_back(pid);
+    for (pid_t pid : pids) {
+        int status = 0;
+        pid_t r;
+        do {
+            r = ::waitpid(pid, &status, WNOHANG);
+        } while (r < 0 && errno == EINTR);
+        if (r == pid) deliver(pid, status);
+    }
+#endif
+}
+
+}  // namespace myr::proc

@@ -1,0 +1,83 @@
+// The one place that collects exit statuses.
+//
+// One SIGCHLD watcher runs a waitpid loop. On Linux it is waitpid(-1, WNOHANG): a pid somebody
+// watches goes to its owner, any other pid is an orphan that was re-parented to us (we are PID 1 or
+// a registered child subreaper) and is just reaped. On macOS there is no subreaper and waitpid(-1)
+// would only find our own children anyway; there we ask for each watched pid.
+//
+// Ordering: spawn() and watch() happen in one loop callback, and SIGCHLD reaches us as a loop
+// event, so a child that exits at once is never reaped before its owner is registered.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "loop/loop.hpp"
+#include "proc/spawn.hpp"
+
+namespace myr::proc {
+
+class Reaper {
+  public:
+    using ExitCallback = std::function<void(int wait_status)>;
+
+    explicit Reaper(loop::Loop& loop);
+    ~Reaper();
+    Reaper(const Reaper&) = delete;
+    Reaper& operator=(const Reaper&) = delete;
+
+    // Installs the SIGCHLD watcher and, on Linux when we are not PID 1, registers as the child
+    // subreaper so orphaned descendants come to us rather than to the host's init.
+    [[nodiscard]] Status start();
+
+    // Starts a process and watches it; `on_exit` runs on the loop with its wait status.
+    [[nodiscard]] Result<Spawned> spawn(const std::vector<std::string>& argv,
+                                        const SpawnOptions& opts, ExitCallback on_exit);
+
+    // Collects whatever has ended now (also called by the SIGCHLD watcher).
+    void reap();
+
+    bool watching(pid_t pid) const { return watched_.count(pid) != 0; }
+    size_t orphans_reaped() const { return orphans_; }
+    bool subreaper() const { return subreaper_; }
+    loop::Loop& loop() { return loop_; }
+
+  private:
+    void deliver(pid_t pid, int status);
+
+    loop::Loop& loop_;
+    loop::SignalWatcher sigchld_;
+    std::map<pid_t, ExitCallback> watched_;
+    size_t orphans_ = 0;
+    bool subreaper_ = false;
+};
+
+// Output and status of a short-lived command.
+struct Captured {
+    int wait_status = 0;
+    std::string output;  // stdout and stderr interleaved, at most `max_output` bytes
+    bool truncated = false;
+    int exit_code() const;  // -1 when it ended by a signal
+};
+
+struct CaptureOptions {
+    Duration timeout = std::chrono::seconds(10);
+    size_t max_output = 64 * 1024;
+};
+
+using CaptureCallback = std::function<void(Result<Captured>)>;
+
+// Runs argv to its end through the Reaper, capturing stdout+stderr through a pipe read on the loop.
+// At the timeout its process group gets SIGKILL and the result is an error ("timed out after 10s").
+// An exec failure is an error naming errno. A non-zero exit is NOT an error: look at the status.
+// The callback runs exactly once, on the loop, never from inside this call.
+void run_capture(Reaper& reaper, const std::vector<std::string>& argv, const CaptureOptions& opts,
+                 CaptureCallback callback);
+
+}  // namespace myr::proc

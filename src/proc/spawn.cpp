@@ -1,0 +1,100 @@
+#include "proc/spawn.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace myr::proc {
+
+int exec_failure_code(int err) {
+    return err == ENOENT || err == ENOTDIR ? 127 : 126;
+}
+
+std::string describe_status(int st) {
+    if (WIFEXITED(st)) return "exit code " + std::to_string(WEXITSTATUS(st));
+    if (WIFSIGNALED(st)) {
+        int sig = WTERMSIG(st);
+        const char* name = ::strsignal(sig);
+        return "signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
+    }
+    return "status " + std::to_string(st);
+}
+
+namespace {
+
+// Runs in the child between fork and exec: only async-signal-safe calls.
+[[noreturn]] void child_exec(char* const* argv, int output_fd, int status_fd) {
+    ::setpgid(0, 0);
+    // The updater's handlers and mask are libuv's; the child starts from the defaults. Dispositions
+    // first, then the mask, so a pending signal meets the default action rather than our handler.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigemptyset(&dfl.sa_mask);
+    for (int sig = 1; sig < NSIG; ++sig) {
+        if (sig == SIGKILL || sig == SIGSTOP) continue;
+        ::sigaction(sig, &dfl, nullptr);
+    }
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (output_fd >= 0) {
+        ::dup2(output_fd, 1);
+        ::dup2(output_fd, 2);
+        if (output_fd > 2) ::close(output_fd);
+    }
+    ::execvp(argv[0], argv);
+    int err = errno;
+    // The status pipe is close-on-exec: bytes on it mean exec failed.
+    ssize_t n;
+    do {
+        n = ::write(status_fd, &err, sizeof err);
+    } while (n < 0 && errno == EINTR);
+    ::_exit(exec_failure_code(err));
+}
+
+}  // namespace
+
+Result<Spawned> spawn(const std::vector<std::string>& args, const SpawnOptions& opts) {
+    if (args.empty()) return fail("spawn: empty command");
+    // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
+    std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+
+    int status_pipe[2];
+    if (::pipe2(status_pipe, O_CLOEXEC) != 0) return fail_errno("spawn " + args[0] + ": pipe");
+
+    pid_t pid = ::fork();
+    if (pid < 0) {
+        int err = errno;
+        ::close(status_pipe[0]);
+        ::close(status_pipe[1]);
+        return fail_errno("spawn " + args[0] + ": fork", err);
+    }
+    if (pid == 0) child_exec(argv.data(), opts.output_fd, status_pipe[1]);
+
+    // Also here: whichever of parent and child runs first, the group exists before anybody signals
+    // it. EACCES (the child already exec'd) and ESRCH (it already exited) are fine.
+    ::setpgid(pid, pid);
+    ::close(status_pipe[1]);
+    Spawned s;
+    s.pid = pid;
+    // Blocks only until the exec (or its failure): the pipe closes on exec.
+    int err = 0;
+    ssize_t n;
+    do {
+        n = ::read(status_pipe[0], &err, sizeof err);
+    } while (n < 0 && errno == EINTR);
+    ::close(status_pipe[0]);
+    if (n == static_cast<ssize_t>(sizeof err)) s.exec_errno = err;
+    return s;
+}
+
+}  // namespace myr::proc

@@ -1,0 +1,41 @@
+// Starting a process ourselves, not with uv_spawn: libuv reaps only its own children with
+// waitpid(pid), and a PID 1 that calls waitpid(-1) steals those exits (libuv#4179). Every process
+// the updater starts goes through spawn() and is collected by the one Reaper.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace myr::proc {
+
+struct SpawnOptions {
+    // Where the child's stdout and stderr go: -1 keeps ours (pass-through, the supervisor's case),
+    // else this fd is dup'ed onto both (run_capture's pipe). Stdin is always ours.
+    int output_fd = -1;
+};
+
+struct Spawned {
+    pid_t pid = -1;
+    // 0 when exec succeeded; else the errno of the failed exec. The child then exits with 126
+    // (found but not executable) or 127 (not found), like a shell, and must still be reaped.
+    int exec_errno = 0;
+};
+
+// fork + exec of argv[0] (looked up in $PATH when it has no '/'), in its own process group
+// (setpgid in the child and in the parent, so neither order of scheduling leaves a window),
+// with the environment of the updater, an empty signal mask and default dispositions. Fails only
+// when fork itself fails (the exec failure is part of Spawned).
+[[nodiscard]] Result<Spawned> spawn(const std::vector<std::string>& argv,
+                                    const SpawnOptions& opts = {});
+
+// The exit code a shell would give for an exec failure with this errno.
+int exec_failure_code(int err);
+
+// "exit code 3", "signal 9 (Killed)" for a wait status.
+std::string describe_status(int wait_status);
+
+}  // namespace myr::proc
