@@ -171,6 +171,10 @@ Result<Staging> create_staging(const Volume& vol) {
     return st;
 }
 
+std::string staged_binary_path(const Volume& vol, const std::string& id) {
+    return vol.path() + "/.staging/" + id + "/" + vol.binary();
+}
+
 Status discard_staging(const Volume& vol, const std::string& id) {
     MYR_TRY(point("store.stage.discard.before"), "discard staging");
     MYR_TRY(fsx::remove_tree_at(vol.staging_fd(), id), "remove .staging/" + id);

@@ -268,7 +268,9 @@ TEST_CASE("activate: a staged update is adopted, made executable and hashed") {
     REQUIRE(f.activate("0.115.0", "one"));
     auto st = store::create_staging(f.vol);
     REQUIRE(st);
-    test::write_file(f.dir + "/.staging/" + st->id + "/otelcol-contrib", "extracted", 0600);
+    CHECK(store::staged_binary_path(f.vol, st->id) ==
+          f.dir + "/.staging/" + st->id + "/otelcol-contrib");
+    test::write_file(store::staged_binary_path(f.vol, st->id), "extracted", 0600);
     store::ActivateRequest req;
     req.version = "0.116.0";
     req.source = store::Source::update;
