@@ -389,8 +389,9 @@ void Agent::stop(std::function<void()> done) {
         case State::connecting:
         case State::closing:
             state_ = State::stopping;
-            transport_->close(1000, "agent shutting down");
+            // The timer goes first: a transport may report the close from inside close().
             stop_timer_->start(kStopTimeout, [this] { finish_stop(); });
+            transport_->close(1000, "agent shutting down");
             return;
         case State::stopping:
             return;
