@@ -12,7 +12,9 @@
 //   validate=ok|fail        `validate --config=F`: exit 0, or 1 with validate_message on stderr
 //   validate_message=text   (underscores become spaces)
 //   health=ok|fail          running: GET / on the health port answers 200 or 503
-//   health_port=N           health port (env FAKE_OTELCOL_HEALTH_PORT wins); 0/absent: no server
+//   health_port=N           health port; FAKE_OTELCOL_HEALTH_PORT wins, then the port of the first
+//                           `endpoint:` after `health_check` in the file given by --config;
+//                           0/absent everywhere: no server
 //   start_delay=T           wait before serving
 //   exit_after=T            exit on its own after T with exit_code (default 1); 0: never
 //   exit_code=N
@@ -191,12 +193,43 @@ void answer(int client, bool healthy) {
                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
 }
 
+// The health_check extension's port in a collector config: the first `endpoint: host:port` after
+// the word health_check. Good enough for the configs the tests write; 0 when not found.
+int port_from_config(int argc, char** argv) {
+    std::string path;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a.rfind("--config=", 0) == 0) path = a.substr(9);
+        if (a == "--config" && i + 1 < argc) path = argv[i + 1];
+    }
+    if (path.empty()) return 0;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while (text.size() < 1 << 20 && (n = ::read(fd, buf, sizeof buf)) > 0) {
+        text.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    size_t hc = text.find("health_check");
+    if (hc == std::string::npos) return 0;
+    size_t ep = text.find("endpoint:", hc);
+    if (ep == std::string::npos) return 0;
+    size_t eol = text.find('\n', ep);
+    std::string value =
+        text.substr(ep + 9, eol == std::string::npos ? std::string::npos : eol - ep - 9);
+    size_t colon = value.rfind(':');
+    if (colon == std::string::npos) return 0;
+    return std::atoi(value.c_str() + colon + 1);
+}
+
 volatile sig_atomic_t g_term = 0;
 void on_term(int) {
     g_term = 1;
 }
 
-int run(const Trailer& t, const std::string& version) {
+int run(const Trailer& t, const std::string& version, int config_port) {
     if (get(t, "ignore_term", "0") == "1") {
         ::signal(SIGTERM, SIG_IGN);
     } else {
@@ -218,7 +251,14 @@ int run(const Trailer& t, const std::string& version) {
     int exit_code = std::atoi(get(t, "exit_code", "1").c_str());
     long deadline = exit_after > 0 ? now_ms() + exit_after : 0;
     const char* env_port = std::getenv("FAKE_OTELCOL_HEALTH_PORT");
-    int port = std::atoi(env_port && *env_port ? env_port : get(t, "health_port", "0").c_str());
+    int port = 0;
+    if (env_port && *env_port) {
+        port = std::atoi(env_port);
+    } else if (config_port > 0) {
+        port = config_port;
+    } else {
+        port = std::atoi(get(t, "health_port", "0").c_str());
+    }
     bool healthy = get(t, "health", "ok") == "ok";
     int lfd = port > 0 ? listen_on(port) : -1;
     if (port > 0 && lfd < 0) std::fprintf(stderr, "fake-otelcol: cannot listen on %d\n", port);
@@ -260,5 +300,5 @@ int main(int argc, char** argv) {
         if (a == "--version" || a == "-v" || a == "version") return print_version(t, version);
     }
     if (argc > 1 && std::string(argv[1]) == "validate") return validate(t);
-    return run(t, version);
+    return run(t, version, port_from_config(argc, argv));
 }
