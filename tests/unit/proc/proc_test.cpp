@@ -1,0 +1,121 @@
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <optional>
+
+#include "harness.hpp"
+#include "loop/loop.hpp"
+#include "proc/reaper.hpp"
+
+using namespace myr;
+using namespace std::chrono_literals;
+
+namespace {
+// Runs run_capture to its end on a fresh loop.
+Result<proc::Captured> capture(const std::vector<std::string>& argv,
+                               proc::CaptureOptions opts = {}) {
+    loop::Loop loop;
+    std::optional<Result<proc::Captured>> out;
+    {
+        proc::Reaper reaper(loop);
+        REQUIRE(reaper.start());
+        proc::run_capture(reaper, argv, opts,
+                          [&](Result<proc::Captured> r) { out = std::move(r); });
+        CHECK_FALSE(out.has_value());  // never from inside the call
+        CHECK(loop.run_until([&] { return out.has_value(); }, 20s));
+    }
+    CHECK(loop.close() == 0);
+    REQUIRE(out.has_value());
+    return std::move(*out);
+}
+}  // namespace
+
+TEST_CASE("run_capture: collects stdout and stderr and the exit code") {
+    auto r = capture({"/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
+    REQUIRE(r.ok());
+    CHECK(r->exit_code() == 7);
+    CHECK(r->output.find("out\n") != std::string::npos);
+    CHECK(r->output.find("err\n") != std::string::npos);
+    CHECK_FALSE(r->truncated);
+}
+
+TEST_CASE("run_capture: output beyond the cap is cut and marked") {
+    proc::CaptureOptions o;
+    o.max_output = 100;
+    auto r = capture({"/bin/sh", "-c", "head -c 5000 /dev/zero"}, o);
+    REQUIRE(r.ok());
+    CHECK(r->output.size() == 100);
+    CHECK(r->truncated);
+}
+
+TEST_CASE("run_capture: a command that outlives its timeout is killed with its group") {
+    proc::CaptureOptions o;
+    o.timeout = Duration(300);
+    auto r = capture({"/bin/sh", "-c", "sleep 30 & sleep 30"}, o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message().find("timed out after 300ms") != std::string::npos);
+}
+
+TEST_CASE("run_capture: a missing command is an error naming errno") {
+    auto r = capture({"/nonexistent/seed-binary", "--version"});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().sys_errno() == ENOENT);
+    CHECK(r.error().message().find("/nonexistent/seed-binary") != std::string::npos);
+}
+
+TEST_CASE("spawn: exec failures exit 127 (not found) and 126 (not executable), like a shell") {
+    myr::test::TempDir dir;
+    myr::test::write_file(dir / "plain", "not a program\n", 0644);
+    for (auto [path, code, err] : {std::tuple{std::string("/nonexistent/x"), 127, ENOENT},
+                                   std::tuple{dir / "plain", 126, EACCES}}) {
+        auto s = proc::spawn({path});
+        REQUIRE(s.ok());
+        CHECK(s->exec_errno == err);
+        int st = 0;
+        REQUIRE(::waitpid(s->pid, &st, 0) == s->pid);
+        CHECK(WIFEXITED(st));
+        CHECK(WEXITSTATUS(st) == code);
+    }
+}
+
+TEST_CASE("spawn: the child leads its own process group and has default signal dispositions") {
+    loop::Loop loop;
+    std::optional<int> status;
+    {
+        proc::Reaper reaper(loop);
+        REQUIRE(reaper.start());
+        // A shell reports its pgid and pid; SIGUSR1's default action then ends it.
+        myr::test::TempDir dir;
+        std::string script = "ps -o pgid= -p $$ > " + dir / "pgid" + "; echo $$ > " + dir / "pid" +
+                             "; kill -USR1 $$; sleep 5";
+        auto s = reaper.spawn({"/bin/sh", "-c", script}, {}, [&](int st) { status = st; });
+        REQUIRE(s.ok());
+        CHECK(::getpgid(s->pid) == s->pid);
+        CHECK(loop.run_until([&] { return status.has_value(); }, 10s));
+        REQUIRE(status.has_value());
+        CHECK(WIFSIGNALED(*status));
+        CHECK(WTERMSIG(*status) == SIGUSR1);
+    }
+    CHECK(loop.close() == 0);
+}
+
+TEST_CASE("reaper: an orphan re-parented to us is reaped, a watched pid goes to its owner") {
+    loop::Loop loop;
+    std::optional<int> status;
+    {
+        proc::Reaper reaper(loop);
+        REQUIRE(reaper.start());
+        // The shell starts a background grandchild and exits at once: the grandchild is orphaned
+        // and, with us as subreaper (or PID 1), comes to our reaper when it ends.
+        auto s = reaper.spawn({"/bin/sh", "-c", "(sleep 0.2; exit 0) & exit 4"}, {},
+                              [&](int st) { status = st; });
+        REQUIRE(s.ok());
+        CHECK(loop.run_until([&] { return status.has_value() && reaper.orphans_reaped() >= 1; },
+                             10s));
+        REQUIRE(status.has_value());
+        CHECK(WEXITSTATUS(*status) == 4);
+        CHECK_FALSE(reaper.watching(s->pid));
+    }
+    CHECK(loop.close() == 0);
+}
