@@ -147,7 +147,8 @@ void check_update(const Config& cfg, Context& ctx) {
         if (u.trusted_root_file.empty() && !ctx.bad("update.trustedRootFile")) {
             ctx.at_key("update.trustedRootFile", "is required when requireSignature is true");
         }
-        bool bad_identity = ctx.bad("update.signerIdentity.subject") ||
+        bool bad_identity = ctx.bad_itself("update.signerIdentity") ||
+                            ctx.bad("update.signerIdentity.subject") ||
                             ctx.bad("update.signerIdentity.subjectRegexp");
         if (si.subject.empty() && si.subject_regexp.empty() && !bad_identity) {
             ctx.at_key("update.signerIdentity",

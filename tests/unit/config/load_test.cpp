@@ -662,6 +662,9 @@ TEST_CASE("config: a key with a bad value is reported once, not again by the rul
     LoadResult s = load(kIdentity + "  requireSignature: perhaps\n  trustedRootFile: \"\"\n");
     INFO(dump(s));
     CHECK(s.problems.size() == 1);
+    LoadResult t = load("update:\n  signerIdentity: [x]\n");
+    INFO(dump(t));
+    CHECK(t.problems.size() == 1);
 }
 
 TEST_CASE("config: Problem::str has the F:L:C: key: message form") {
