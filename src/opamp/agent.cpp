@@ -254,7 +254,8 @@ AgentDescription Agent::description() const {
     auto& n = d.non_identifying_attributes;
     n.push_back({"host.name", opt_.host_name});
     n.push_back({"os.type", "linux"});
-    n.push_back({"host.arch", host_arch()});
+    static const std::string arch = host_arch();  // uname once, not on every report
+    n.push_back({"host.arch", arch});
     n.push_back({"dev.myriarch.updater.install_method", "container"});
     auto add = [&n](const char* key, const std::string& v) {
         if (!v.empty()) n.push_back({key, v});

@@ -40,14 +40,15 @@ sleep 20
 echo "  40 s later:           $(rss $conn) KiB after $(grep -c '"event":"message"' r1.jsonl) messages"
 kill -TERM $idle $conn; wait $idle $conn || true; kill $s1; wait $s1 || true
 
-echo "== instructions per heartbeat (callgrind, ws://) =="
-run_cg() {  # seconds tag
-    "$srv" --port-file "p$2" --record "r$2.jsonl" --on 1:heartbeat=1 & local s=$!
+run_cg() {  # seconds tag scheme
+    local tls=()
+    [ "$3" = wss ] && tls=(--tls-cert s.pem --tls-key s.key)
+    "$srv" --port-file "p$2" --record "r$2.jsonl" --on 1:heartbeat=1 "${tls[@]}" & local s=$!
     sleep 0.5
     mkdir -p "st$2"
     valgrind --tool=callgrind --callgrind-out-file="cg$2.out" "$drv" \
-        --endpoint "ws://127.0.0.1:$(cat p$2)/v1/opamp" --state-dir "$w/st$2" --events /dev/null \
-        2>/dev/null & local d=$!
+        --endpoint "$3://127.0.0.1:$(cat p$2)/v1/opamp" --ca-file ca.pem --state-dir "$w/st$2" \
+        --events /dev/null 2>/dev/null & local d=$!
     sleep "$1"
     kill -TERM $d; wait $d || true
     kill $s; wait $s || true
@@ -55,10 +56,13 @@ run_cg() {  # seconds tag
     local hb; hb=$(grep -c '"event":"message"' "r$2.jsonl")
     echo "$ir $hb"
 }
-read -r ir_a hb_a < <(run_cg 8 a)
-read -r ir_b hb_b < <(run_cg 28 b)
-echo "run A: $ir_a instructions, $hb_a messages; run B: $ir_b instructions, $hb_b messages"
-echo "per heartbeat: $(( (ir_b - ir_a) / (hb_b - hb_a) )) instructions (includes the reply decode)"
+for scheme in ws wss; do
+    echo "== instructions per heartbeat (callgrind, $scheme://) =="
+    read -r ir_a hb_a < <(run_cg 8 "a$scheme" $scheme)
+    read -r ir_b hb_b < <(run_cg 28 "b$scheme" $scheme)
+    echo "run A: $ir_a instructions, $hb_a messages; run B: $ir_b instructions, $hb_b messages"
+    echo "per heartbeat: $(( (ir_b - ir_a) / (hb_b - hb_a) )) instructions (send + the server's reply decoded)"
+done
 
 echo "== reconnect storm: 100 server restarts in about a minute =="
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

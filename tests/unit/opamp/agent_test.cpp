@@ -462,3 +462,43 @@ TEST_CASE("agent: host name comes from config, then $HOSTNAME, then gethostname"
     unsetenv("HOSTNAME");
     CHECK_FALSE(resolve_host_name("").empty());
 }
+
+TEST_CASE("agent: error_response Unavailable without retry_after backs off") {
+    Rig rig;
+    rig.r = 0.0;
+    rig.start_connected();
+    ServerToAgent s;
+    s.error_response = ServerErrorResponse{ServerErrorType::unavailable, "busy", std::nullopt};
+    rig.net.deliver(s);
+    CHECK(rig.net.last().close_code == 1000);
+    rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
+    CHECK(rig.timers->next_due() == 250ms);
+}
+
+TEST_CASE("agent: stop during the connection attempt aborts it and sends nothing") {
+    Rig rig;
+    rig.make();
+    rig.agent->start();
+    bool done = false;
+    rig.agent->stop([&] { done = true; });
+    CHECK(rig.net.last().close_code == 1000);
+    CHECK(rig.sent().empty());
+    rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
+    CHECK(done);
+    rig.advance(10min);
+    CHECK(rig.net.conns.size() == 1);
+}
+
+TEST_CASE("agent: a failed send is retried with the next change, not lost") {
+    Rig rig;
+    rig.start_connected();
+    rig.net.last().fail_sends = true;
+    rig.status.health_value.status = "degraded";
+    rig.agent->state_changed();
+    CHECK(rig.sent().size() == 1);
+    rig.net.last().fail_sends = false;
+    rig.agent->state_changed();
+    REQUIRE(rig.sent().size() == 2);
+    CHECK(rig.sent()[1].health->status == "degraded");
+    CHECK(rig.sent()[1].sequence_num == 2);  // the failed attempt used no number
+}
