@@ -19,8 +19,6 @@ class PublicKey {
     // Hashes `data` with the digest that goes with the key (SHA-384 for P-384 keys, else SHA-256)
     // and checks `sig` (DER ECDSA-Sig-Value for EC keys).
     [[nodiscard]] Status verify_message(const uint8_t* data, size_t len, const Bytes& sig) const;
-    // Checks `sig` over an already computed SHA-256 digest.
-    [[nodiscard]] Status verify_sha256(const uint8_t digest[32], const Bytes& sig) const;
 
   private:
     struct Free {
