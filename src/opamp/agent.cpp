@@ -1,5 +1,7 @@
 #include "opamp/agent.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -7,8 +9,7 @@
 #include <cstdlib>
 
 #include "core/log.hpp"
-#include "fsx/dir.hpp"
-#include "fsx/file.hpp"
+#include "fsx/fd.hpp"
 
 namespace myr::opamp {
 
@@ -21,6 +22,33 @@ std::string trim(std::string s) {
     s.erase(s.find_last_not_of(ws) + 1);
     s.erase(0, s.find_first_not_of(ws));
     return s;
+}
+
+// The token file is named by the operator and, in Kubernetes, is a symlink into the secret
+// volume's ..data directory, so symlinks are followed here (unlike files on the shared volume).
+// It must be a regular file of at most kMaxTokenSize bytes.
+Result<std::string> read_token_file(const std::string& path) {
+    fsx::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (!fd) return fail_errno("open " + path);
+    struct stat st {};
+    if (fstat(fd.get(), &st) != 0) return fail_errno("stat " + path);
+    if (!S_ISREG(st.st_mode)) return fail(path + ": not a regular file");
+    if (st.st_size > static_cast<off_t>(kMaxTokenSize)) {
+        return fail(path + ": larger than " + std::to_string(kMaxTokenSize) + " bytes");
+    }
+    std::string out;
+    char buf[4096];
+    for (;;) {
+        ssize_t n = read(fd.get(), buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail_errno("read " + path);
+        }
+        if (n == 0) break;
+        out.append(buf, static_cast<size_t>(n));
+        if (out.size() > kMaxTokenSize) return fail(path + ": grew while being read");
+    }
+    return out;
 }
 
 std::string ms_text(Duration d) {
@@ -121,17 +149,10 @@ void Agent::start() {
 
 std::string Agent::read_token() const {
     if (!opt_.enrollment_token_file.empty()) {
-        const std::string& p = opt_.enrollment_token_file;
-        const auto slash = p.find_last_of('/');
-        const std::string dir =
-            slash == std::string::npos ? "." : (slash == 0 ? "/" : p.substr(0, slash));
-        const std::string name = slash == std::string::npos ? p : p.substr(slash + 1);
-        auto d = fsx::open_dir(dir);
-        Result<std::string> text =
-            d ? fsx::read_file_at(d->get(), name, kMaxTokenSize) : Result<std::string>(d.fail());
+        auto text = read_token_file(opt_.enrollment_token_file);
         if (text) return trim(*text);
         log::error("cannot read the enrollment token; connecting without it",
-                   {{"path", p}, {"error", text.error().message()}});
+                   {{"error", text.error().message()}});
         return "";
     }
     if (!opt_.enrollment_token_env.empty()) {

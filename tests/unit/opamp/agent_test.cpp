@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <map>
 
@@ -501,4 +503,26 @@ TEST_CASE("agent: a failed send is retried with the next change, not lost") {
     REQUIRE(rig.sent().size() == 2);
     CHECK(rig.sent()[1].health->status == "degraded");
     CHECK(rig.sent()[1].sequence_num == 2);  // the failed attempt used no number
+}
+
+TEST_CASE("agent: a token file reached through symlinks (a Kubernetes secret volume) is read") {
+    Rig rig;
+    REQUIRE(mkdir((rig.dir / "..2026_11_29").c_str(), 0700) == 0);
+    test::write_file(rig.dir / "..2026_11_29/token", "k8s-token\n", 0600);
+    REQUIRE(symlink("..2026_11_29", (rig.dir / "..data").c_str()) == 0);
+    REQUIRE(symlink("..data/token", (rig.dir / "token").c_str()) == 0);
+    rig.opt.enrollment_token_file = rig.dir / "token";
+    rig.make();
+    rig.agent->start();
+    REQUIRE(rig.net.last().headers.size() == 1);
+    CHECK(rig.net.last().headers[0].second == "Bearer k8s-token");
+}
+
+TEST_CASE("agent: an unreadable token file means no header, and the connection is still tried") {
+    Rig rig;
+    rig.opt.enrollment_token_file = rig.dir / "missing-token";
+    rig.make();
+    rig.agent->start();
+    CHECK(rig.net.last().connect_called);
+    CHECK(rig.net.last().headers.empty());
 }
