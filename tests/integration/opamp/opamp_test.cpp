@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "opamp_support.hpp"
@@ -316,4 +317,42 @@ TEST_CASE("opamp: wss:// with the test CA connects; a wrong host name and an unt
         CHECK_MESSAGE(agent.err().find("certificate not trusted") != std::string::npos,
                       agent.err());
     }
+}
+
+TEST_CASE("opamp: a server restarted 30 times in a row sees the agent stay within its backoff") {
+    TempDir dir;
+    const int port = free_port();
+    std::optional<Server> server;
+    server.emplace(dir, std::vector<std::string>{}, port);
+    Driver agent(dir, "ws://127.0.0.1:" + std::to_string(port) + "/v1/opamp", {});
+    REQUIRE(server->wait_messages(1));
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 30; ++i) {
+        server->stop();
+        server.emplace(dir, std::vector<std::string>{}, port);
+        std::this_thread::sleep_for(300ms);
+    }
+    agent.stop();
+    const double elapsed_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const std::string log = agent.err();
+    size_t reconnects = 0, immediate = 0;
+    for (size_t p = 0; (p = log.find("opamp disconnected, reconnecting", p)) != std::string::npos;
+         ++p) {
+        ++reconnects;
+        const size_t eol = log.find('\n', p);
+        if (log.substr(p, eol - p).find("delay=0ms") != std::string::npos) ++immediate;
+    }
+    // The most attempts the backoff allows in the time taken: one immediate reconnect, then
+    // delays of at least 0.5 × 0.5 s × 1.5^n (the lowest jitter).
+    size_t allowed = 1;
+    for (double sum = 0, base = 500; sum + base * 0.5 <= elapsed_ms; base *= 1.5) {
+        sum += base * 0.5;
+        ++allowed;
+    }
+    MESSAGE("reconnects " << reconnects << ", allowed " << allowed << " in " << elapsed_ms
+                          << " ms");
+    CHECK(reconnects >= 3);
+    CHECK(reconnects <= allowed + 1);  // + the one scheduled by the last close
+    CHECK(immediate == 1);
 }
