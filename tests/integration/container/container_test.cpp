@@ -1,0 +1,422 @@
+// The real binary as PID 1 of a new PID namespace (`unshare --pid --fork --mount-proc`) and, where
+// said, as a child subreaper, supervising the stand-in supervisor.
+//
+// unshare forks: the updater is unshare's only child, and a signal sent to unshare is not passed
+// on. The tests find the updater's pid as seen from here in /proc/<unshare>/task/*/children and
+// signal it directly (a PID 1 receives signals from an ancestor namespace for the handlers it set).
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include "harness.hpp"
+
+using namespace myr::test;
+
+namespace {
+
+std::string fake_supervisor() {
+    return env_path("MYRIARCH_FAKE_OPAMPSUPERVISOR");
+}
+
+// The direct children of `pid` (every thread's list).
+std::vector<pid_t> children_of(pid_t pid) {
+    std::vector<pid_t> out;
+    std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+    DIR* d = ::opendir(task_dir.c_str());
+    if (d == nullptr) return out;
+    while (dirent* e = ::readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        std::ifstream f(task_dir + "/" + e->d_name + "/children");
+        pid_t c;
+        while (f >> c) out.push_back(c);
+    }
+    ::closedir(d);
+    return out;
+}
+
+char state_of(pid_t pid) {
+    std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) return '?';
+    return stat[close + 2];
+}
+
+struct Tree {
+    int total = 0;
+    int zombies = 0;
+};
+
+// All descendants of `pid` (not `pid` itself).
+Tree descendants(pid_t pid) {
+    Tree t;
+    std::vector<pid_t> todo = children_of(pid);
+    while (!todo.empty()) {
+        pid_t p = todo.back();
+        todo.pop_back();
+        ++t.total;
+        if (state_of(p) == 'Z') ++t.zombies;
+        for (pid_t c : children_of(p)) todo.push_back(c);
+    }
+    return t;
+}
+
+std::string quote(const std::string& s) {
+    return "\"" + s + "\"";
+}
+
+struct Settings {
+    std::vector<std::string> command;
+    std::string restart_delay = "200ms";
+    int max_restarts = 5;
+    std::string restart_window = "1m";
+    std::string stop_timeout = "2s";
+    int health_port = 0;  // 0: probes disabled
+};
+
+// One running updater.
+class Updater {
+  public:
+    Updater(TempDir& dir, const Settings& s, bool pid1) : pid1_(pid1) {
+        std::string cmd;
+        for (const auto& a : s.command) cmd += (cmd.empty() ? "" : ", ") + quote(a);
+        std::string yaml =
+            "server:\n  endpoint: ws://127.0.0.1:1/v1/opamp\n"
+            "update:\n  requireSignature: false\n"
+            "collector:\n  installDir: " +
+            dir / "install" + "\n  stateDir: " + dir / "state" +
+            "\n"
+            "container:\n  supervisorCommand: [" +
+            cmd +
+            "]\n"
+            "  seedBinary: /bin/true\n"
+            "  restartDelay: " +
+            s.restart_delay +
+            "\n"
+            "  maxRestarts: " +
+            std::to_string(s.max_restarts) +
+            "\n"
+            "  restartWindow: " +
+            s.restart_window +
+            "\n"
+            "  stopTimeout: " +
+            s.stop_timeout +
+            "\n"
+            "  healthListen: " +
+            (s.health_port ? quote("127.0.0.1:" + std::to_string(s.health_port))
+                           : std::string("\"\"")) +
+            "\n";
+        write_file(dir / "updater.yaml", yaml);
+        std::vector<std::string> argv;
+        if (pid1) argv = {"unshare", "--pid", "--fork", "--mount-proc"};
+        argv.push_back(updater_bin());
+        argv.push_back("container");
+        argv.push_back("--config");
+        argv.push_back(dir / "updater.yaml");
+        proc_.emplace(Process::spawn(argv));
+        if (pid1) {
+            REQUIRE(wait_until(
+                [&] {
+                    auto c = children_of(proc_->pid());
+                    if (c.empty()) return false;
+                    pid_ = c.front();
+                    return true;
+                },
+                10s));
+        } else {
+            pid_ = proc_->pid();
+        }
+    }
+
+    pid_t pid() const { return pid_; }
+    void signal(int sig) { ::kill(pid_, sig); }
+    std::optional<int> wait(Millis t) { return proc_->wait(t); }
+    std::string log() const { return proc_->err(); }
+    std::string out() const { return proc_->out(); }
+    int count(const std::string& needle) const {
+        std::string l = log();
+        int n = 0;
+        for (size_t p = l.find(needle); p != std::string::npos; p = l.find(needle, p + 1)) ++n;
+        return n;
+    }
+    bool log_has(const std::string& needle, Millis t = 15s) const {
+        return wait_until([&] { return log().find(needle) != std::string::npos; }, t);
+    }
+
+  private:
+    bool pid1_;
+    std::optional<Process> proc_;
+    pid_t pid_ = -1;
+};
+
+bool can_run_pid1() {
+    if (!can_unshare_pid()) {
+        MESSAGE("skipped: needs root and `unshare --pid --fork --mount-proc`");
+        return false;
+    }
+    return true;
+}
+
+void zombie_test(bool pid1) {
+    TempDir dir;
+    Settings s;
+    // The first run spawns 200 orphans and exits without waiting for them; the restart does not.
+    std::string fake = fake_supervisor();
+    s.command = {"/bin/sh", "-c",
+                 "if [ ! -e " + dir / "once" + " ]; then touch " + dir / "once" + "; exec " + fake +
+                     " --orphans 200 --orphan-life 4000 --exit-after 300; else exec " + fake +
+                     "; fi"};
+    s.restart_delay = "300ms";
+    Updater u(dir, s, pid1);
+    // The orphans come to the updater (PID 1, or subreaper): seen here as its descendants.
+    int most = 0;
+    CHECK(wait_until(
+        [&] {
+            most = std::max(most, descendants(u.pid()).total);
+            return most >= 200;
+        },
+        15s));
+    MESSAGE("most descendants seen at once: " << most);
+    CHECK(u.log_has("restart scheduled"));
+    // After they exit, none is left as a zombie: only the restarted supervisor remains.
+    Tree t;
+    CHECK(wait_until(
+        [&] {
+            t = descendants(u.pid());
+            return t.total == 1 && t.zombies == 0 && u.count("child started") == 2;
+        },
+        20s));
+    CHECK(t.zombies == 0);
+    CHECK(t.total == 1);
+    u.signal(SIGTERM);
+    auto st = u.wait(20s);
+    REQUIRE(st.has_value());
+    CHECK(WIFEXITED(*st));
+    CHECK(WEXITSTATUS(*st) == 0);
+}
+
+std::vector<long> logged_delays(const std::string& log) {
+    std::vector<long> out;
+    std::regex re("restart scheduled.*delay_ms=([0-9]+)");
+    for (std::sregex_iterator it(log.begin(), log.end(), re), end; it != end; ++it) {
+        out.push_back(std::stol((*it)[1]));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("container as PID 1: 200 orphaned grandchildren are reaped, none left as a zombie") {
+    if (!can_run_pid1()) return;
+    zombie_test(true);
+}
+
+TEST_CASE("container as subreaper: 200 orphaned grandchildren are reaped, none left as a zombie") {
+    zombie_test(false);
+}
+
+TEST_CASE("container: HUP, USR1 and USR2 reach the child; TERM stops it and exits 0") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    Settings s;
+    s.command = {fake_supervisor(), "--signals-file", dir / "signals"};
+    Updater u(dir, s, true);
+    REQUIRE(u.log_has("child started"));
+    REQUIRE(wait_until(
+        [&] { return u.out().find("fake-opampsupervisor: started") != std::string::npos; }, 10s));
+    for (int sig : {SIGHUP, SIGUSR1, SIGUSR2}) {
+        u.signal(sig);
+        // One at a time: the same signal twice in a row could merge.
+        std::string name = sig == SIGHUP ? "HUP" : sig == SIGUSR1 ? "USR1" : "USR2";
+        CHECK(wait_until([&] { return read_file(dir / "signals").find(name) != std::string::npos; },
+                         10s));
+    }
+    CHECK(u.count("signal forwarded") == 3);
+    u.signal(SIGTERM);
+    auto st = u.wait(20s);
+    REQUIRE(st.has_value());
+    CHECK(WIFEXITED(*st));
+    CHECK(WEXITSTATUS(*st) == 0);
+    CHECK(read_file(dir / "signals").find("TERM") != std::string::npos);
+    CHECK(u.log().find("shutdown: complete") != std::string::npos);
+    CHECK(u.log().find("restart scheduled") == std::string::npos);
+}
+
+TEST_CASE("container: a second TERM during shutdown does not skip the stop sequence") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    Settings s;
+    s.command = {fake_supervisor(), "--ignore-term", "--signals-file", dir / "signals"};
+    s.stop_timeout = "1500ms";
+    Updater u(dir, s, true);
+    REQUIRE(u.log_has("child started"));
+    REQUIRE(wait_until(
+        [&] { return u.out().find("fake-opampsupervisor: started") != std::string::npos; }, 10s));
+    u.signal(SIGTERM);
+    REQUIRE(u.log_has("stopping child"));
+    u.signal(SIGTERM);
+    CHECK(u.log_has("shutdown already in progress"));
+    auto st = u.wait(20s);
+    REQUIRE(st.has_value());
+    CHECK(WEXITSTATUS(*st) == 0);
+    CHECK(u.log().find("child did not stop in time, killed") != std::string::npos);
+}
+
+TEST_CASE("container: a child that ignores TERM is killed after stopTimeout") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    Settings s;
+    s.command = {fake_supervisor(), "--ignore-term", "--signals-file", dir / "signals"};
+    s.stop_timeout = "2s";
+    Updater u(dir, s, true);
+    REQUIRE(u.log_has("child started"));
+    REQUIRE(wait_until(
+        [&] { return u.out().find("fake-opampsupervisor: started") != std::string::npos; }, 10s));
+    auto t0 = std::chrono::steady_clock::now();
+    u.signal(SIGTERM);
+    auto st = u.wait(20s);
+    auto took = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - t0);
+    REQUIRE(st.has_value());
+    CHECK(WIFEXITED(*st));
+    CHECK(WEXITSTATUS(*st) == 0);
+    CHECK(read_file(dir / "signals").find("TERM") != std::string::npos);
+    CHECK(u.log().find("signal=KILL") != std::string::npos);
+    MESSAGE("TERM to exit with stopTimeout 2s: " << took.count() << " ms");
+    CHECK(took >= 1900ms);
+    CHECK(took < 3000ms);
+}
+
+TEST_CASE("container: a crashing child restarts with growing delays, then the crash loop exits 1") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    Settings s;
+    s.command = {fake_supervisor(), "--exit-after", "100", "--exit-code", "3"};
+    s.restart_delay = "200ms";
+    s.max_restarts = 3;
+    Updater u(dir, s, true);
+    auto st = u.wait(30s);
+    REQUIRE(st.has_value());
+    CHECK(WIFEXITED(*st));
+    CHECK(WEXITSTATUS(*st) == 1);
+    CHECK(logged_delays(u.log()) == std::vector<long>{200, 400, 800});
+    CHECK(u.count("child exited") == 4);
+    CHECK(u.count("code=3") == 4);
+    CHECK(u.log().find("crash loop: giving up") != std::string::npos);
+}
+
+TEST_CASE(
+    "container: exec failure of a missing command is logged with errno and counts as a crash") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    Settings s;
+    s.command = {dir / "no-such-supervisor"};
+    s.max_restarts = 1;
+    Updater u(dir, s, true);
+    auto st = u.wait(30s);
+    REQUIRE(st.has_value());
+    CHECK(WEXITSTATUS(*st) == 1);
+    CHECK(u.count("child exec failed") == 2);
+    CHECK(u.log().find("errno=2") != std::string::npos);
+    CHECK(u.log().find("exit_code=127") != std::string::npos);
+    CHECK(u.count(" code=127") == 2);
+    CHECK(u.log().find("crash loop") != std::string::npos);
+}
+
+TEST_CASE("container: probes follow the child through start, crash and restart") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    Settings s;
+    s.command = {"/bin/sh", "-c",
+                 "if [ ! -e " + dir / "once" + " ]; then touch " + dir / "once" + "; exec " +
+                     fake_supervisor() + " --exit-after 1500 --exit-code 2; else exec " +
+                     fake_supervisor() + "; fi"};
+    s.restart_delay = "2s";
+    s.health_port = free_port();
+    Updater u(dir, s, true);
+    int port = s.health_port;
+    REQUIRE(u.log_has("probe server listening"));
+    CHECK(wait_until([&] { return http_get("127.0.0.1", port, "/readyz").status == 200; }, 10s));
+    CHECK(http_get("127.0.0.1", port, "/healthz").status == 200);
+    // The crash: not ready while the restart is pending, and it says why.
+    HttpResponse r;
+    CHECK(wait_until(
+        [&] {
+            r = http_get("127.0.0.1", port, "/readyz");
+            return r.status == 503;
+        },
+        10s));
+    CHECK(r.body.find("restarting in") != std::string::npos);
+    CHECK(http_get("127.0.0.1", port, "/healthz").status == 200);
+    CHECK(wait_until([&] { return http_get("127.0.0.1", port, "/readyz").status == 200; }, 10s));
+    CHECK(http_get("127.0.0.1", port, "/nope").status == 404);
+    u.signal(SIGTERM);
+    auto st = u.wait(20s);
+    REQUIRE(st.has_value());
+    CHECK(WEXITSTATUS(*st) == 0);
+}
+
+TEST_CASE("container: probes answer within 100 ms while slowloris clients hold connections") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    Settings s;
+    s.command = {fake_supervisor()};
+    s.health_port = free_port();
+    Updater u(dir, s, true);
+    int port = s.health_port;
+    REQUIRE(wait_until([&] { return http_get("127.0.0.1", port, "/readyz").status == 200; }, 10s));
+    // 30 clients that each send half a request line and then nothing.
+    std::vector<int> slow;
+    for (int i = 0; i < 30; ++i) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+            (void)!::write(fd, "GET /hea", 8);
+            slow.push_back(fd);
+        } else {
+            ::close(fd);
+        }
+    }
+    CHECK(slow.size() == 30);
+    std::vector<long> ms;
+    for (int i = 0; i < 7; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        auto r = http_get("127.0.0.1", port, "/healthz");
+        ms.push_back(static_cast<long>(
+            std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - t0).count()));
+        CHECK(r.status == 200);
+    }
+    std::sort(ms.begin(), ms.end());
+    MESSAGE("probe latency with 30 slow clients, median " << ms[3] << " ms, max " << ms.back());
+    CHECK(ms[3] < 100);
+    for (int fd : slow) ::close(fd);
+    u.signal(SIGTERM);
+    auto st = u.wait(20s);
+    REQUIRE(st.has_value());
+    CHECK(WEXITSTATUS(*st) == 0);
+}
+
+TEST_CASE("container: configuration problems exit 1 listing each of them") {
+    TempDir dir;
+    write_file(
+        dir / "bad.yaml",
+        "server:\n  endpoint: ws://127.0.0.1:1/v1/opamp\nupdate:\n  requireSignature: false\n"
+        "container:\n  supervisorCommand: []\n  maxRestarts: 0\n");
+    auto r = run({updater_bin(), "container", "--config", dir / "bad.yaml"}, 20s);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("container.maxRestarts") != std::string::npos);
+    CHECK(r.err.find("container.supervisorCommand") != std::string::npos);
+}
