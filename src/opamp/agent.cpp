@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -218,10 +219,11 @@ void Agent::apply(const ServerToAgent& msg) {
     if (msg.error_response) {
         const ServerErrorResponse& e = *msg.error_response;
         if (e.type == ServerErrorType::unavailable) {
-            Duration delay = e.retry_after_nanoseconds
-                                 ? std::chrono::duration_cast<Duration>(
-                                       std::chrono::nanoseconds(*e.retry_after_nanoseconds))
-                                 : backoff_.next();
+            Duration delay =
+                e.retry_after_nanoseconds
+                    ? Duration(std::min<uint64_t>(*e.retry_after_nanoseconds / 1'000'000,
+                                                  kMaxRetryAfter.count()))
+                    : backoff_.next();
             log::warn("opamp server unavailable, disconnecting",
                       {{"error", e.error_message}, {"retry_in", ms_text(delay)}});
             closing_delay_ = delay;
@@ -251,7 +253,10 @@ void Agent::apply(const ServerToAgent& msg) {
         }
     }
     if (msg.heartbeat_interval_seconds) {
-        Duration hb = std::chrono::seconds(*msg.heartbeat_interval_seconds);
+        // Clamped so that a hostile value cannot overflow the millisecond count.
+        Duration hb = std::chrono::seconds(std::min<uint64_t>(
+            *msg.heartbeat_interval_seconds,
+            std::chrono::duration_cast<std::chrono::seconds>(kMaxHeartbeat).count()));
         if (hb != heartbeat_) {
             log::info("heartbeat interval from the server", {{"interval", ms_text(hb)}});
             heartbeat_ = hb;
@@ -369,8 +374,8 @@ void Agent::on_closed(TransportClosed info) {
         return;
     }
     if (info.http_status == 429 || info.http_status == 503) {
-        Duration d =
-            info.retry_after ? *info.retry_after : std::max(kDefaultRetryAfter, backoff_.next());
+        Duration d = info.retry_after ? std::clamp(*info.retry_after, Duration(0), kMaxRetryAfter)
+                                      : std::max(kDefaultRetryAfter, backoff_.next());
         schedule_reconnect(d, "HTTP " + std::to_string(info.http_status));
         return;
     }

@@ -48,6 +48,9 @@ inline constexpr uint64_t kAgentCapabilities =
 inline constexpr Duration kStableConnection = std::chrono::seconds(30);
 inline constexpr Duration kDefaultRetryAfter = std::chrono::seconds(30);
 inline constexpr Duration kStopTimeout = std::chrono::seconds(3);
+// Upper bounds on what a server may ask for (Retry-After, retry_after, heartbeat interval).
+inline constexpr Duration kMaxRetryAfter = std::chrono::hours(1);
+inline constexpr Duration kMaxHeartbeat = std::chrono::hours(24);
 
 struct AgentOptions {
     std::string state_dir;               // holds instance_uid (must exist)

@@ -526,3 +526,17 @@ TEST_CASE("agent: an unreadable token file means no header, and the connection i
     CHECK(rig.net.last().connect_called);
     CHECK(rig.net.last().headers.empty());
 }
+
+TEST_CASE("agent: absurd retry and heartbeat values from the server are clamped") {
+    Rig rig;
+    rig.start_connected();
+    ServerToAgent hb;
+    hb.heartbeat_interval_seconds = ~0ull;
+    rig.net.deliver(hb);
+    CHECK(rig.agent->heartbeat_interval() == kMaxHeartbeat);
+    ServerToAgent s;
+    s.error_response = ServerErrorResponse{ServerErrorType::unavailable, "x", ~0ull};
+    rig.net.deliver(s);
+    rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
+    CHECK(rig.timers->next_due() == kMaxRetryAfter);
+}
