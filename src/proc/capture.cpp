@@ -114,8 +114,7 @@ void run_capture(Reaper& reaper, const std::vector<std::string>& argv, const Cap
     };
 
     int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0)
-        return fail_later(Error::from_errno("run " + job->what + ": pipe"));
+    if (auto st = make_pipe(p); !st) return fail_later(st.error().context("run " + job->what));
     SpawnOptions so;
     so.output_fd = p[1];
     auto s = reaper.spawn(argv, so, [job](int status) { job->on_exit(status); });

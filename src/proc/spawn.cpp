@@ -26,6 +26,18 @@ std::string describe_status(int st) {
     return "status " + std::to_string(st);
 }
 
+Status make_pipe(int fds[2]) {
+#ifdef __linux__
+    if (::pipe2(fds, O_CLOEXEC) != 0) return fail_errno("pipe");
+#else
+    // No fork can happen between the two calls: everything runs on the loop thread.
+    if (::pipe(fds) != 0) return fail_errno("pipe");
+    ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    ::fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+#endif
+    return {};
+}
+
 namespace {
 
 // Runs in the child between fork and exec: only async-signal-safe calls.
@@ -69,7 +81,7 @@ Result<Spawned> spawn(const std::vector<std::string>& args, const SpawnOptions& 
     argv.push_back(nullptr);
 
     int status_pipe[2];
-    if (::pipe2(status_pipe, O_CLOEXEC) != 0) return fail_errno("spawn " + args[0] + ": pipe");
+    MYR_TRY(make_pipe(status_pipe), "spawn " + args[0]);
 
     pid_t pid = ::fork();
     if (pid < 0) {

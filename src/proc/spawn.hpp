@@ -32,6 +32,9 @@ struct Spawned {
 [[nodiscard]] Result<Spawned> spawn(const std::vector<std::string>& argv,
                                     const SpawnOptions& opts = {});
 
+// pipe() with both ends close-on-exec (pipe2 where it exists; macOS has none).
+[[nodiscard]] Status make_pipe(int fds[2]);
+
 // The exit code a shell would give for an exec failure with this errno.
 int exec_failure_code(int err);
 
