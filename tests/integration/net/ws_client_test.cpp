@@ -1,6 +1,8 @@
 // The WebSocket client against an in-test server over real sockets on 127.0.0.1.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -482,6 +484,43 @@ TEST_CASE("ws client: close() before the connection is open aborts the attempt")
         CHECK(c.closed->error.empty());
         loop.run_for(std::chrono::milliseconds(50));
         CHECK(c.closed_count == 1);
+    }
+    CHECK(loop.close() == 0);
+}
+
+TEST_CASE("ws client: a name that resolves to a non-loopback address is refused for ws://") {
+    // The name must come from the real resolver, so this case re-runs itself in a private mount
+    // namespace where /etc/hosts says evil.test is 192.0.2.9 (a documentation address).
+    if (std::getenv("MYR_NET_EVIL_HOSTS") == nullptr) {
+        if (!is_root()) {
+            MESSAGE("skipped: needs root for a private mount namespace");
+            return;
+        }
+        TempDir dir;
+        write_file(dir / "hosts", "192.0.2.9 evil.test\n127.0.0.1 localhost\n");
+        char self[4096] = {};
+        const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        REQUIRE(n > 0);
+        SpawnOptions so;
+        so.env["MYR_NET_EVIL_HOSTS"] = "1";
+        RunResult r =
+            run({"unshare", "--mount", "sh", "-c",
+                 "mount --bind '" + (dir / "hosts") + "' /etc/hosts && exec '" + std::string(self) +
+                     "' -tc='ws client: a name that resolves to a non-loopback*'"},
+                std::chrono::seconds(60), so);
+        INFO(r.out, r.err);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.find("1 passed") != std::string::npos);
+        return;
+    }
+    TestLoop loop;
+    {
+        Client c(loop.get(), options("ws", "evil.test", 80));
+        c.ws->connect();
+        REQUIRE(loop.run_until([&] { return c.closed.has_value(); }, std::chrono::seconds(10)));
+        CHECK(!c.opened);
+        CHECK(c.closed->error.find("refusing a plaintext connection to 192.0.2.9") !=
+              std::string::npos);
     }
     CHECK(loop.close() == 0);
 }
