@@ -70,6 +70,8 @@ struct ProbeServer::Conn {
     bool has_body = false;
     bool complete = false;
     bool closing = false;
+    int writes_pending = 0;
+    bool peer_done = false;  // the client half-closed: close once our answer is out
 
     uv_handle_t* handle() { return reinterpret_cast<uv_handle_t*>(&tcp); }
     uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp); }
@@ -114,13 +116,19 @@ struct ProbeServer::Conn {
         int rc = uv_write(&w->req, stream(), &buf, 1, [](uv_write_t* req, int status) {
             auto* w = static_cast<Write*>(req->data);
             // Pending writes complete (cancelled) before the close callback frees the Conn.
-            if (w->close_after || status != 0) w->conn->close();
+            Conn* c = w->conn;
+            --c->writes_pending;
+            if (w->close_after || status != 0 || (c->peer_done && c->writes_pending == 0)) {
+                c->close();
+            }
             delete w;
         });
         if (rc != 0) {
             delete w;
             close();
+            return;
         }
+        ++writes_pending;
     }
 
     void refuse(int status, const char* why) {
@@ -263,7 +271,13 @@ void ProbeServer::on_connection(uv_stream_t* listener, int status) {
         },
         [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
             auto* c = static_cast<Conn*>(s->data);
-            if (n < 0) return c->close();
+            if (n < 0) {
+                // A client that sends its request and then shuts down its side still gets the
+                // answer that is on its way.
+                if (c->writes_pending == 0) return c->close();
+                c->peer_done = true;
+                return (void)uv_read_stop(s);
+            }
             if (n > 0) c->on_data(buf->base, static_cast<size_t>(n));
         });
 }

@@ -147,6 +147,22 @@ TEST_CASE("probe server: malformed, oversize, body and pipelined requests get 40
     for (const auto& g : got) CHECK(g.find("Connection: close") != std::string::npos);
 }
 
+TEST_CASE("probe server: a client that half-closes after its request still gets the answer") {
+    Fixture f(fixed(true, true));
+    int port = f.server->port();
+    auto got = with_server(f.loop, [port] {
+        int fd = connect_to(port);
+        std::string req = "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n";
+        (void)!::write(fd, req.data(), req.size());
+        ::shutdown(fd, SHUT_WR);
+        std::string r = read_some(fd, 5s);
+        ::close(fd);
+        return r;
+    });
+    CHECK(got.find("200 OK") != std::string::npos);
+    CHECK(got.find("ready\n") != std::string::npos);
+}
+
 TEST_CASE("probe server: keep-alive serves one request after the other on one connection") {
     Fixture f(fixed(true, true));
     int port = f.server->port();
