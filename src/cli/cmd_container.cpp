@@ -100,8 +100,11 @@ class ContainerProcess {
             exit_code_ = 1;
             shut_down("crash loop");
         });
-        prepare_volume(loop_, reaper_, cfg_, [this](Status st) {
-            if (shutting_down_) return;
+        // The work may still be running when a TERM ends the loop; its completion then runs while
+        // the loop is closed, after this object is gone, and must not touch it.
+        std::weak_ptr<bool> alive = alive_;
+        prepare_volume(loop_, reaper_, cfg_, [this, alive](Status st) {
+            if (alive.expired() || shutting_down_) return;
             if (!st) {
                 log::error("volume preparation failed", {{"error", st.error().message()}});
                 exit_code_ = 1;
@@ -185,6 +188,7 @@ class ContainerProcess {
     std::vector<std::unique_ptr<loop::SignalWatcher>> signals_;
     bool shutting_down_ = false;
     int exit_code_ = 0;
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 #undef MYR_TRY_EXIT
 };
 
