@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -217,4 +218,52 @@ TEST_CASE("http client: header injection is refused before connecting") {
         CHECK(r.result->error().message().find("invalid request header") != std::string::npos);
     }
     CHECK(loop.close() == 0);
+}
+
+namespace {
+
+// Resident set size of this process in KiB (VmRSS), 0 when unknown.
+long rss_kib() {
+    const std::string status = read_file("/proc/self/status");
+    const size_t at = status.find("VmRSS:");
+    if (at == std::string::npos) return 0;
+    return std::strtol(status.c_str() + at + 6, nullptr, 10);
+}
+
+}  // namespace
+
+TEST_CASE("http client: a 256 MiB download streams with flat memory") {
+    // The server is another process (python's http.server on a sparse file), so only the client's
+    // memory is measured here.
+    TempDir dir;
+    const uint64_t size = 256ull << 20;
+    REQUIRE(run({"truncate", "-s", std::to_string(size), dir / "artifact.bin"}).exit_code == 0);
+    const int port = free_port();
+    SpawnOptions so;
+    so.cwd = dir.path();
+    auto server = Process::spawn(
+        {"python3", "-m", "http.server", "--bind", "127.0.0.1", std::to_string(port)}, so);
+    REQUIRE(wait_until([&] { return http_get("127.0.0.1", port, "/").status == 200; },
+                       std::chrono::seconds(20)));
+    TestLoop loop;
+    {
+        Done r;
+        uint64_t total = 0;
+        const long before = rss_kib();
+        long peak = before;
+        HttpClient::Handlers h;
+        h.on_body = [&](std::string_view piece) -> Status {
+            total += piece.size();
+            if ((total & ((4 << 20) - 1)) < piece.size()) peak = std::max(peak, rss_kib());
+            return {};
+        };
+        auto c = get(loop.get(), "http", port, "/artifact.bin", {}, r, h);
+        REQUIRE(loop.run_until([&] { return r.result.has_value(); }, std::chrono::seconds(120)));
+        if (!r.result->ok()) FAIL(r.result->error().message());
+        CHECK(total == size);
+        MESSAGE("RSS before ", before, " KiB, peak during the download ", peak, " KiB");
+        CHECK(peak - before < 16 * 1024);
+    }
+    CHECK(loop.close() == 0);
+    server.kill_now();
 }
