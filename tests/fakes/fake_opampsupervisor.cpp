@@ -11,6 +11,9 @@
 //   --storage-dir D       FAKE_SUP_STORAGE_DIR    write D/persistent_state.yaml with a UUIDv7
 //                                                 instance_id when absent
 //   --new-instance-id     FAKE_SUP_NEW_INSTANCE_ID=1  rewrite it with a new one at start
+//                                                 (and whenever D/rotate-instance-id appears: it is
+//                                                 removed after the rewrite, as when the server
+//                                                 assigns a new uid)
 //   --signals-file F      FAKE_SUP_SIGNALS_FILE   append the name of each signal received (HUP, …)
 //   --orphans N           FAKE_SUP_ORPHANS        spawn N grandchildren through a middle process
 //                                                 that exits at once; each one leaves our process
@@ -231,8 +234,10 @@ int main(int argc, char** argv) {
         append_line(pid_file + ".tmp", std::to_string(getpid()));
         rename((pid_file + ".tmp").c_str(), pid_file.c_str());
     }
-    write_persistent_state(opt(argc, argv, "storage-dir", "FAKE_SUP_STORAGE_DIR"),
+    std::string storage_dir = opt(argc, argv, "storage-dir", "FAKE_SUP_STORAGE_DIR");
+    write_persistent_state(storage_dir,
                            has_flag(argc, argv, "new-instance-id", "FAKE_SUP_NEW_INSTANCE_ID"));
+    std::string rotate = storage_dir.empty() ? "" : storage_dir + "/rotate-instance-id";
     std::printf("fake-opampsupervisor: started pid=%d\n", getpid());
     std::fflush(stdout);
     if (health_port > 0) serve_health(health_port, !agent.empty());
@@ -253,6 +258,10 @@ int main(int argc, char** argv) {
         if (agent_restart_at >= 0 && now >= agent_restart_at && !stopping) {
             agent_restart_at = -1;
             agent_pid = start_agent(agent);
+        }
+        if (!rotate.empty() && access(rotate.c_str(), F_OK) == 0) {
+            write_persistent_state(storage_dir, true);
+            unlink(rotate.c_str());
         }
         pollfd p{g_pipe[0], POLLIN, 0};
         poll(&p, 1, 50);
