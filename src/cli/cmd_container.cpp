@@ -17,9 +17,13 @@
 #if defined(__linux__) || defined(__APPLE__)
 #include <unistd.h>
 
+#include "cli/build_info.hpp"
+#include "cli/container_status.hpp"
+#include "cli/container_volume.hpp"
 #include "health/probe_server.hpp"
 #include "health/probes.hpp"
 #include "loop/loop.hpp"
+#include "opamp/ws_transport.hpp"
 #include "proc/reaper.hpp"
 #include "service/child_service.hpp"
 #endif
@@ -29,22 +33,6 @@ namespace myr::cli {
 #if defined(__linux__) || defined(__APPLE__)
 
 namespace {
-
-using Done = std::function<void(Status)>;
-
-// Seam for the store: journal recovery, then seeding per container.seedPolicy. The blocking parts
-// run on the work queue (loop::post_work) so the heartbeat and /healthz stay green; `seedBinary
-// --version` runs through proc::run_capture on `reaper`. Until the store is wired in, the volume is
-// left as it is and the child is simply container.supervisorCommand.
-void prepare_volume(loop::Loop& loop, proc::Reaper& /*reaper*/, const config::Config& /*cfg*/,
-                    Done done) {
-    loop::post_work(
-        loop, [] {}, [done](bool) { done({}); });
-}
-
-// Seam for the OpAMP agent: connects to server.endpoint and drives the installer, which uses the
-// ServiceController (`child`), sets the readiness swap flag and provides the CriticalSection.
-void connect_opamp(const config::Config& /*cfg*/, service::ServiceController& /*child*/) {}
 
 service::ChildSettings child_settings(const config::Container& c) {
     service::ChildSettings s;
@@ -89,7 +77,8 @@ class ContainerProcess {
           heartbeat_(loop, system_clock()),
           child_(reaper_, child_settings(*cfg.container), system_clock()),
           readiness_([this] { return child_.state() == service::State::running; },
-                     [this] { return child_.describe(); }) {}
+                     [this] { return child_.describe(); }),
+          status_(loop, child_) {}
 
     int run() {
         MYR_TRY_EXIT(install_signals());
@@ -103,15 +92,17 @@ class ContainerProcess {
         // The work may still be running when a TERM ends the loop; its completion then runs while
         // the loop is closed, after this object is gone, and must not touch it.
         std::weak_ptr<bool> alive = alive_;
-        prepare_volume(loop_, reaper_, cfg_, [this, alive](Status st) {
+        prepare_volume(loop_, reaper_, cfg_, alive, [this, alive](Result<VolumeState> vol) {
             if (alive.expired() || shutting_down_) return;
-            if (!st) {
-                log::error("volume preparation failed", {{"error", st.error().message()}});
+            if (!vol) {
+                log::error("volume preparation failed", {{"error", vol.error().message()}});
                 exit_code_ = 1;
                 return shut_down("start-up failed");
             }
+            status_.set_volume(*vol);
             child_.start([](Status) {});  // failures are logged and count as unexpected ends
-            connect_opamp(cfg_, child_);
+            status_.start_sampling();
+            connect_opamp();
         });
         loop_.run();
         return exit_code_;
@@ -148,6 +139,24 @@ class ContainerProcess {
         return probes_->listen(*listen);
     }
 
+    // The updater's own OpAMP agent. Packages are answered by UnavailableInstaller until the
+    // update pipeline lands; versions and health come from seeding and the child (status_).
+    void connect_opamp() {
+        auto agent =
+            opamp::make_agent(loop_.get(), cfg_, build_info::version(), status_, installer_);
+        if (!agent) {
+            // The collector keeps running without the fleet server: losing the connection must
+            // never cost the site its telemetry.
+            log::error("opamp: agent not started", {{"error", agent.error().message()}});
+            return;
+        }
+        agent_ = std::move(agent.value());
+        status_.on_change([this] {
+            if (agent_) agent_->state_changed();
+        });
+        agent_->start();
+    }
+
     void forward(int sig) {
         bool ok = child_.forward(sig);
         log::info(ok ? "signal forwarded" : "signal not forwarded: no child",
@@ -168,10 +177,15 @@ class ContainerProcess {
         }
         critical_->on_end([this] {
             log::info("shutdown: stopping child", {{"state", service::to_string(child_.state())}});
-            child_.stop([this](Status) {
+            // The child and the OpAMP connection stop side by side; the loop ends when both did.
+            pending_stops_ = agent_ ? 2 : 1;
+            auto one_done = [this] {
+                if (--pending_stops_ > 0) return;
                 log::info("shutdown: complete", {{"exit_code", exit_code_}});
                 loop_.stop();
-            });
+            };
+            child_.stop([one_done](Status) { one_done(); });
+            if (agent_) agent_->stop(one_done);
         });
     }
 
@@ -181,12 +195,16 @@ class ContainerProcess {
     health::Heartbeat heartbeat_;
     service::ChildService child_;
     health::Readiness readiness_;
+    ContainerStatus status_;
+    opamp::UnavailableInstaller installer_;
+    std::unique_ptr<opamp::Agent> agent_;
     std::unique_ptr<health::ProbeServer> probes_;
     // The installer replaces this with its own when it lands.
     std::unique_ptr<service::CriticalSection> critical_ =
         std::make_unique<service::NoCriticalSection>();
     std::vector<std::unique_ptr<loop::SignalWatcher>> signals_;
     bool shutting_down_ = false;
+    int pending_stops_ = 0;
     int exit_code_ = 0;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 #undef MYR_TRY_EXIT
