@@ -81,7 +81,7 @@ TEST_CASE("container: a broken active binary is replaced by the image's at the n
     start_and_stop(rig);
     REQUIRE(rig.violations("0.116.0").empty());
 
-    // Same size class, other bytes: only the hash can tell.
+    // Other bytes in place of the binary, still executable: only the hash can tell.
     write_file(rig.binary("0.116.0"), "#!/bin/sh\nexit 0\n", 0755);
     // An older image would lose under `newest` against an intact active version.
     rig.configure(rig.image("0.115.0"));
@@ -190,6 +190,9 @@ TEST_CASE("container: /healthz answers promptly while a 300 MB image binary is s
     // From the probe server's first answer (before seeding) until the child runs (after it).
     REQUIRE_MESSAGE(wait_until([&] { return u.probe("/healthz", 500ms) != 0; }, 20s, 10ms),
                     u.log());
+    // The child starts only once the volume is ready: not while the copy runs.
+    CHECK(u.probe("/readyz", 5s) == 503);
+    CHECK(!u.log_has("child started"));
     std::vector<double> ms;
     std::vector<int> statuses;
     auto deadline = Clock::now() + 120s;
