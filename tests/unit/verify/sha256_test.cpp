@@ -17,7 +17,7 @@ TEST_CASE("sha256: known vectors") {
 TEST_CASE("sha256: a file hashed in chunks equals the one-shot digest of its content") {
     myr::test::TempDir tmp;
     std::string content;
-    for (int i = 0; content.size() < 3 * 1024 * 1024 + 17; ++i) content += std::to_string(i * 7919);
+    for (uint64_t i = 0; content.size() < 3 * 1024 * 1024 + 17; ++i) content += std::to_string(i * 7919);
     myr::test::write_file(tmp / "f", content);
     uint64_t size = 0;
     auto d = sha256_file(tmp / "f", &size);
