@@ -91,16 +91,27 @@ class Updater {
     Updater(TempDir& dir, const Settings& s, bool pid1) : pid1_(pid1) {
         std::string cmd;
         for (const auto& a : s.command) cmd += (cmd.empty() ? "" : ", ") + quote(a);
+        // The container seeds the collector volume before its child starts, so it needs an image
+        // binary that answers --version: the stand-in collector as release 0.116.0.
+        std::string seed = dir / "seed-otelcol";
+        REQUIRE(run({"cp", env_path("MYRIARCH_FAKE_OTELCOL"), seed}).exit_code == 0);
+        std::string content = read_file(seed) + "\n#MYRIARCH-FAKE version=0.116.0\n";
+        write_file(seed, content, 0755);
         std::string yaml =
             "server:\n  endpoint: ws://127.0.0.1:1/v1/opamp\n"
             "update:\n  requireSignature: false\n"
             "collector:\n  installDir: " +
             dir / "install" + "\n  stateDir: " + dir / "state" +
             "\n"
+            "supervisor:\n  storageDir: " +
+            dir / "supervisor" +
+            "\n"
             "container:\n  supervisorCommand: [" +
             cmd +
             "]\n"
-            "  seedBinary: /bin/true\n"
+            "  seedBinary: " +
+            seed +
+            "\n"
             "  restartDelay: " +
             s.restart_delay +
             "\n"
