@@ -233,8 +233,13 @@ TEST_CASE(
     using opamp::flag;
     using opamp::get;
     using opamp::str;
+    // The agent's first message (sequence_num 1) is its full report.
     const auto messages = server.messages();
-    json_object* first = messages.front().get();
+    json_object* first = nullptr;
+    for (const auto& m : messages) {
+        if (str(m.get(), "sequence_num") == "1") first = m.get();
+    }
+    REQUIRE_MESSAGE(first != nullptr, read_file(server.record()));
     std::string uid_text = read_file(rig.state + "/instance_uid");
     uid_text.erase(uid_text.find_last_not_of("\n") + 1);
     json_object* id = get(first, "identifying");
