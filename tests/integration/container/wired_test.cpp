@@ -126,7 +126,13 @@ TEST_CASE("container: a crash at any step of seeding is recovered by the next st
     if (!can_run_pid1()) return;
     Rig rig;
     rig.configure(rig.image("0.116.0"));
-    start_and_stop(rig);
+    {
+        // /readyz is 200 as soon as the supervisor runs; its state file comes a moment later.
+        Updater u(rig);
+        REQUIRE_MESSAGE(u.ready(40s), u.log());
+        REQUIRE(wait_until([&] { return exists(rig.storage + "/persistent_state.yaml"); }, 20s));
+        REQUIRE(u.stop() == 0);
+    }
     REQUIRE(rig.violations("0.116.0").empty());
     // The supervisor wrote its state at its first start; nothing may touch it from here on.
     auto storage_before = snapshot(rig.storage);
