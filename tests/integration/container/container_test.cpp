@@ -61,13 +61,13 @@ struct Tree {
 // All descendants of `pid` (not `pid` itself).
 Tree descendants(pid_t pid) {
     Tree t;
-    std::vector<pid_t> todo = children_of(pid);
-    while (!todo.empty()) {
-        pid_t p = todo.back();
-        todo.pop_back();
+    std::vector<pid_t> pending = children_of(pid);
+    while (!pending.empty()) {
+        pid_t p = pending.back();
+        pending.pop_back();
         ++t.total;
         if (state_of(p) == 'Z') ++t.zombies;
-        for (pid_t c : children_of(p)) todo.push_back(c);
+        for (pid_t c : children_of(p)) pending.push_back(c);
     }
     return t;
 }
