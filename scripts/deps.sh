@@ -18,5 +18,13 @@ myr_need_pkgs() {
 MYR_BUILD_PKGS=(build-essential meson ninja-build pkg-config python3 libuv1-dev libmbedtls-dev
     libyaml-dev libjson-c-dev zlib1g-dev libarchive-dev libprotobuf-c-dev protobuf-c-compiler
     doctest-dev node-llhttp)
-MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps)
+MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps e2fsprogs)
 MYR_FUZZ_PKGS=(clang libclang-rt-14-dev)
+
+# Node.js and npm run the independent peers of the interop and Sigstore cross-check tests. The
+# machine may already have them from elsewhere than Debian (then Debian's npm would conflict), so
+# the commands are checked, not the package names.
+myr_need_node() {
+    command -v node >/dev/null && command -v npm >/dev/null && return 0
+    myr_need_pkgs nodejs npm
+}

@@ -2,55 +2,113 @@
 """Turns meson's testlog.json files into the suite's closing line: `N passed, N failed, N skipped`.
 
 doctest executables report per test case ("[doctest] test cases: 12 | 11 passed | 1 failed | 0
-skipped"); other tests (scripts) count as one each. An executable that crashed before printing its
-summary still counts as one failure, so a crash can never look like success.
+skipped"). doctest has no run-time skip, so a case whose prerequisite is missing prints the marker
+line `MYR-SKIP: <case>: <why>` (tests/support/harness.hpp) and returns, which doctest counts as
+passed: each such case is moved from passed to skipped here. Other tests (scripts) count as one
+each, and meson's SKIP result (exit 77) as one skip.
+
+Nothing here can turn a failure into success:
+- an executable that crashed or timed out, before or after printing its summary, is a failure;
+- a log named on the command line that is missing, or holds no test at all, is a failure;
+- `BUILD-FAILED:<stage>` and `STAGE-FAILED:<stage>:<why>` arguments are failures.
+
+Usage: summarize.py [--strict] LOG|BUILD-FAILED:stage|STAGE-FAILED:stage:why ...
+With --strict (CI), a skip is also counted as a failure: CI installs every prerequisite.
 """
 import json
 import re
 import sys
 
 DOCTEST = re.compile(r"\[doctest\] test cases:\s*(\d+) \|\s*(\d+) passed \|\s*(\d+) failed \|\s*(\d+) skipped")
-TAP_SKIP = re.compile(r"^SKIP\b", re.M)
-
-passed = failed = skipped = 0
-failures = []
+SKIP_MARK = re.compile(r"^MYR-SKIP: (.*?): (.*)$", re.M)
+OK_RESULTS = ("OK", "EXPECTEDFAIL")
 
 
-def records(paths):
-    for path in paths:
-        if path.startswith("BUILD-FAILED:"):
-            yield {"name": f"build of stage {path.split(':', 1)[1]}", "result": "FAIL"}
-            continue
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    yield json.loads(line)
-        except FileNotFoundError:
-            yield {"name": f"{path} (no test log)", "result": "FAIL"}
+class Totals:
+    def __init__(self):
+        self.passed = self.failed = self.skipped = 0
+        self.failures = []
+        self.skips = []
+
+    def fail(self, what):
+        self.failed += 1
+        self.failures.append(what)
 
 
-for t in records(sys.argv[1:]):
-    out = t.get("stdout", "") or ""
+def records(path, totals):
+    """Yields the test records of one log; a log that is missing or empty is a failure."""
+    if path.startswith("BUILD-FAILED:"):
+        totals.fail(f"build of stage {path.split(':', 1)[1]}")
+        return
+    if path.startswith("STAGE-FAILED:"):
+        _, stage, why = path.split(":", 2)
+        totals.fail(f"stage {stage}: {why}")
+        return
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [line for line in f if line.strip()]
+    except FileNotFoundError:
+        totals.fail(f"{path} (no test log)")
+        return
+    if not lines:
+        totals.fail(f"{path} (the log holds no test)")
+        return
+    for line in lines:
+        yield json.loads(line)
+
+
+def count(t, totals):
+    name = t.get("name", "?")
     result = t.get("result")
+    out = (t.get("stdout", "") or "") + (t.get("stderr", "") or "")
+    skipped_cases = {}
+    for case, why in SKIP_MARK.findall(out):
+        skipped_cases.setdefault(case, why)
+    for case, why in skipped_cases.items():
+        totals.skips.append(f"{name}: {case}: {why}")
     m = DOCTEST.findall(out)
     if m:
         _, p, f, s = map(int, m[-1])
-        passed += p
-        failed += f
-        skipped += s
-        if result not in ("OK", "EXPECTEDFAIL", "SKIP") and f == 0:
-            failed += 1  # crashed or timed out after printing a summary
-        if f or result not in ("OK", "EXPECTEDFAIL", "SKIP"):
-            failures.append(t["name"])
-    elif result == "OK":
-        passed += 1
+        # A skipped case returned early and doctest counted it as passed (or failed, in strict mode,
+        # where the marker is followed by a FAIL: then it stays a failure).
+        moved = min(len(skipped_cases), p)
+        totals.passed += p - moved
+        totals.skipped += s + moved
+        totals.failed += f
+        if f:
+            totals.failures.append(f"{name} ({f} failed case(s))")
+        if result not in OK_RESULTS and result != "SKIP" and f == 0:
+            totals.fail(f"{name} ({result} after its summary)")
+    elif result in OK_RESULTS:
+        totals.passed += 1
     elif result == "SKIP":
-        skipped += 1
+        totals.skipped += 1
+        totals.skips.append(f"{name}: skipped by its runner")
     else:
-        failed += 1
-        failures.append(f'{t["name"]} ({result})')
+        totals.fail(f"{name} ({result})")
 
-for name in failures:
-    print(f"FAILED: {name}")
-print(f"{passed} passed, {failed} failed, {skipped} skipped")
-sys.exit(1 if failed else 0)
+
+def main(argv):
+    strict = "--strict" in argv
+    paths = [a for a in argv if a != "--strict"]
+    totals = Totals()
+    if not paths:
+        totals.fail("no test log was given")
+    for path in paths:
+        for t in records(path, totals):
+            count(t, totals)
+    for what in totals.skips:
+        print(f"SKIPPED: {what}")
+    if strict and totals.skipped:
+        totals.fail(f"{totals.skipped} skip(s) in strict mode (CI must install every prerequisite)")
+    for what in totals.failures:
+        print(f"FAILED: {what}")
+    if totals.passed + totals.failed == 0:
+        totals.fail("no test ran")
+        print("FAILED: no test ran")
+    print(f"{totals.passed} passed, {totals.failed} failed, {totals.skipped} skipped")
+    return 1 if totals.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

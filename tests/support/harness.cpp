@@ -14,7 +14,9 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <doctest/doctest.h>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -39,6 +41,20 @@ std::string shared_dir() {
     struct stat st;
     if (::stat(v, &st) != 0 || !S_ISDIR(st.st_mode)) return "";
     return v;
+}
+
+bool strict_mode() {
+    const char* v = std::getenv("MYR_TEST_STRICT");
+    return v && std::string(v) == "1";
+}
+
+void report_skip(const std::string& why) {
+    // Strict mode fails the case, with no marker: the case then counts as failed, not skipped.
+    if (strict_mode()) FAIL("a prerequisite is missing and MYR_TEST_STRICT=1 forbids skips: " << why);
+    // One line, flushed at once, so that a crash later in the run cannot lose it.
+    std::string line = "MYR-SKIP: " + current_test_case() + ": " + why + "\n";
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fflush(stdout);
 }
 
 bool is_root() { return ::geteuid() == 0; }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,21 @@ std::string env_path(const char* name);  // fails the test when unset
 std::string updater_bin();                // $MYRIARCH_BIN
 std::string source_dir();                 // $MYRIARCH_SOURCE_DIR
 std::string shared_dir();                 // ../shared beside the project ("" when absent)
+
+// A test case whose prerequisite this machine lacks calls MYR_SKIP(why) (or report_skip and
+// returns). It prints the marker line `MYR-SKIP: <test case>: <why>`, which tests/summarize.py
+// counts as skipped: doctest alone would count the case as passed. Under MYR_TEST_STRICT=1 (set by
+// .ci/run, which installs every prerequisite) a skip fails the case instead, so CI skips nothing.
+#define MYR_SKIP(why)                                   \
+    do {                                                \
+        std::ostringstream myr_skip_text_;              \
+        myr_skip_text_ << why;                          \
+        ::myr::test::report_skip(myr_skip_text_.str()); \
+        return;                                         \
+    } while (0)
+void report_skip(const std::string& why);
+bool strict_mode();                       // MYR_TEST_STRICT=1
+const std::string& current_test_case();  // set by the listener in doctest_main.cpp
 
 bool is_root();
 // True when `unshare --pid --fork --mount-proc` works here (root on Linux).

@@ -18,7 +18,7 @@ namespace {
 
 bool can_run_pid1() {
     if (!can_unshare_pid()) {
-        MESSAGE("skipped: needs root and `unshare --pid --fork --mount-proc`");
+        report_skip("needs root and `unshare --pid --fork --mount-proc`");
         return false;
     }
     return true;

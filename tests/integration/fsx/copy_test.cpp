@@ -315,8 +315,7 @@ TEST_CASE("copy: a directory where the target file would go is refused") {
 
 TEST_CASE("copy: a device as destination is refused") {
     if (!is_root()) {
-        MESSAGE("skipped: creating a device node needs root");
-        return;
+        MYR_SKIP("creating a device node needs root");
     }
     TempDir t;
     write_file(t / "src", "x");
@@ -432,8 +431,7 @@ TEST_CASE("install-self: installing over the running binary itself is refused") 
 
 TEST_CASE("copy: a failure at any step keeps the old file and leaves no temp file") {
 #ifndef MYR_FAULT_INJECTION
-    MESSAGE("skipped: built without fault injection");
-    return;
+    MYR_SKIP("built without fault injection");
 #endif
     for (const char* point : {"fsx.create", "fsx.write", "fsx.fsync", "fsx.fchmod", "fsx.rename"}) {
         CAPTURE(point);
@@ -452,15 +450,13 @@ TEST_CASE("copy: a failure at any step keeps the old file and leaves no temp fil
 
 TEST_CASE("copy: ENOSPC on a full file system keeps the old file and leaves no temp file") {
     if (!is_root()) {
-        MESSAGE("skipped: mounting a tmpfs needs root");
-        return;
+        MYR_SKIP("mounting a tmpfs needs root");
     }
     TempDir t;
     write_file(t / "big", big_content(4 * 1024 * 1024), 0755);
     TmpfsMount vol(t / "vol", "1m");
     if (!vol.mounted && vol.err == EPERM) {
-        MESSAGE("skipped: mounting a tmpfs is not permitted here (root without CAP_SYS_ADMIN)");
-        return;
+        MYR_SKIP("mounting a tmpfs is not permitted here (root without CAP_SYS_ADMIN)");
     }
     REQUIRE_MESSAGE(vol.mounted, "mount -t tmpfs failed: " << std::strerror(vol.err));
     write_file(t / "vol/otelcol", "old", 0755);
@@ -483,8 +479,7 @@ TEST_CASE("copy: ENOSPC on a full file system keeps the old file and leaves no t
 
 TEST_CASE("copy and install-self: no socket is created (strace)") {
     if (::access("/usr/bin/strace", X_OK) != 0) {
-        MESSAGE("skipped: strace not installed");
-        return;
+        MYR_SKIP("strace not installed");
     }
     TempDir t;
     write_file(t / "src", "x", 0644);
@@ -509,8 +504,7 @@ TEST_CASE("copy and install-self: no socket is created (strace)") {
 
 TEST_CASE("copy: temp file, fsync, fchmod, rename and directory fsync go through one dir fd") {
     if (::access("/usr/bin/strace", X_OK) != 0) {
-        MESSAGE("skipped: strace not installed");
-        return;
+        MYR_SKIP("strace not installed");
     }
     TempDir t;
     ::mkdir((t / "vol").c_str(), 0755);
@@ -564,12 +558,10 @@ TEST_CASE("copy: temp file, fsync, fchmod, rename and directory fsync go through
 
 TEST_CASE("copy and install-self: work without any network namespace access (unshare --net)") {
     if (!is_root()) {
-        MESSAGE("skipped: unshare --net needs root");
-        return;
+        MYR_SKIP("unshare --net needs root");
     }
     if (run({"unshare", "--net", "true"}).exit_code != 0) {
-        MESSAGE("skipped: unshare --net is not permitted here");
-        return;
+        MYR_SKIP("unshare --net is not permitted here");
     }
     TempDir t;
     write_file(t / "src", "offline", 0755);
@@ -589,12 +581,10 @@ TEST_CASE("install-self and copy: the static binary works in an empty chroot") {
     auto v = run({updater_bin(), "version"});
     REQUIRE(v.exit_code == 0);
     if (!contains(v.out, "linkage: static")) {
-        MESSAGE("skipped: the binary is dynamically linked; the static build runs this test");
-        return;
+        MYR_SKIP("the binary is dynamically linked; the static build runs this test");
     }
     if (!is_root()) {
-        MESSAGE("skipped: chroot needs root");
-        return;
+        MYR_SKIP("chroot needs root");
     }
     TempDir root;
     write_file(root / "myriarch-updater", read_file(updater_bin()), 0755);

@@ -493,8 +493,7 @@ TEST_CASE("ws client: a name that resolves to a non-loopback address is refused 
     // namespace where /etc/hosts says evil.test is 192.0.2.9 (a documentation address).
     if (std::getenv("MYR_NET_EVIL_HOSTS") == nullptr) {
         if (!is_root()) {
-            MESSAGE("skipped: needs root for a private mount namespace");
-            return;
+            MYR_SKIP("needs root for a private mount namespace");
         }
         TempDir dir;
         write_file(dir / "hosts", "192.0.2.9 evil.test\n127.0.0.1 localhost\n");

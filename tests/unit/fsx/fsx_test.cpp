@@ -417,8 +417,7 @@ TEST_CASE("fsx: copy_file_atomic refuses a symlink destination before copying") 
 
 TEST_CASE("fsx: ENOSPC on a full tmpfs keeps the old file and leaves no temp file") {
     if (!myr::test::is_root()) {
-        MESSAGE("skipped: mounting a tmpfs needs root");
-        return;
+        MYR_SKIP("mounting a tmpfs needs root");
     }
     TempDir t;
     myr::test::write_file(t / "src", pattern(3 * 1024 * 1024));
@@ -426,8 +425,7 @@ TEST_CASE("fsx: ENOSPC on a full tmpfs keeps the old file and leaves no temp fil
     if (::mount("tmpfs", (t / "vol").c_str(), "tmpfs", 0, "size=1m") != 0) {
         int err = errno;
         if (err == EPERM) {
-            MESSAGE("skipped: mounting a tmpfs is not permitted here (root without CAP_SYS_ADMIN)");
-            return;
+            MYR_SKIP("mounting a tmpfs is not permitted here (root without CAP_SYS_ADMIN)");
         }
         FAIL("mount -t tmpfs: " << std::strerror(err));
     }

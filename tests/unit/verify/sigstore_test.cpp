@@ -28,7 +28,7 @@ bool load(const std::string& case_name, Conformance& m) {
     std::string shared = myr::test::shared_dir();
     std::string base = shared + "/testdata/sigstore-conformance";
     if (shared.empty() || !myr::test::exists(base)) {
-        MESSAGE("skipped: ../shared (sigstore-conformance cases) is not present");
+        myr::test::report_skip("../shared (sigstore-conformance cases) is not present");
         return false;
     }
     auto root = load_trusted_root(base + "/public-good-trusted-root.json");
