@@ -1,5 +1,7 @@
 #include "opamp/messages.hpp"
 
+#include <cstdint>
+#include <cstring>
 #include <memory>
 
 #include "opamp.pb-c.h"
@@ -40,6 +42,18 @@ std::string bin_str(const ProtobufCBinaryData& b) {
 }
 std::string cstr(const char* s) {
     return s ? std::string(s) : std::string();
+}
+
+// protobuf-c stores an enum field's wire value as it came, also one the .proto does not name (a
+// newer server, or garbage). Loading such a value through the C enum type is undefined behaviour,
+// so it is read as the int32 it is stored as; our own enums have a fixed `int` underlying type and
+// hold any value.
+template <class CEnum>
+int32_t enum_wire_value(const CEnum& field) {
+    static_assert(sizeof(CEnum) == sizeof(int32_t), "protobuf-c enums are stored as int32");
+    int32_t v;
+    std::memcpy(&v, &field, sizeof v);
+    return v;
 }
 
 template <class Msg>
@@ -316,7 +330,7 @@ Result<AgentToServer> decode_agent_to_server(std::string_view bytes) {
                 p.agent_has_hash = bin_str(v->agent_has_hash);
                 p.server_offered_version = cstr(v->server_offered_version);
                 p.server_offered_hash = bin_str(v->server_offered_hash);
-                p.status = static_cast<PackageStatusCode>(v->status);
+                p.status = static_cast<PackageStatusCode>(enum_wire_value(v->status));
                 p.error_message = cstr(v->error_message);
                 if (v->download_details) {
                     p.download_details =
@@ -347,7 +361,7 @@ Result<ServerToAgent> decode_server_to_agent(std::string_view bytes) {
     out.capabilities = m.capabilities;
     if (m.error_response) {
         ServerErrorResponse e;
-        e.type = static_cast<ServerErrorType>(m.error_response->type);
+        e.type = static_cast<ServerErrorType>(enum_wire_value(m.error_response->type));
         e.error_message = cstr(m.error_response->error_message);
         if (m.error_response->details_case == OPAMP__SERVER_ERROR_RESPONSE__DETAILS_RETRY_INFO &&
             m.error_response->retry_info) {
@@ -365,7 +379,7 @@ Result<ServerToAgent> decode_server_to_agent(std::string_view bytes) {
             PackageAvailable p;
             p.name = cstr(e->key);
             if (const Opamp__PackageAvailable* v = e->value) {
-                p.type = static_cast<PackageType>(v->type);
+                p.type = static_cast<PackageType>(enum_wire_value(v->type));
                 p.version = cstr(v->version);
                 p.hash = bin_str(v->hash);
                 if (const Opamp__DownloadableFile* f = v->file) {
@@ -390,7 +404,7 @@ Result<ServerToAgent> decode_server_to_agent(std::string_view bytes) {
     if (m.agent_identification) {
         out.new_instance_uid = bin_str(m.agent_identification->new_instance_uid);
     }
-    if (m.command) out.command = static_cast<int>(m.command->type);
+    if (m.command) out.command = enum_wire_value(m.command->type);
     return out;
 }
 

@@ -116,6 +116,20 @@ TEST_CASE("messages: unknown fields in a ServerToAgent are skipped") {
     CHECK_FALSE(m->packages_available);
 }
 
+TEST_CASE("messages: an enum value the .proto does not name is kept as a number, not undefined") {
+    // packages_available (5) { packages (1) { key "p", value { type (1) = -1 } } }: protobuf-c
+    // stores -1 in a C enum field; reading it through the enum type was undefined behaviour
+    // (found by fuzz_opamp once UBSan stopped the run on it).
+    std::string pkg = field_varint(1, ~uint64_t{0}) + field_bytes(2, "1.0");
+    std::string raw = field_bytes(5, field_bytes(1, field_bytes(1, "p") + field_bytes(2, pkg)));
+    auto m = decode_server_to_agent(raw);
+    REQUIRE(m);
+    REQUIRE(m->packages_available);
+    REQUIRE(m->packages_available->packages.size() == 1);
+    CHECK(static_cast<int>(m->packages_available->packages[0].type) == -1);
+    CHECK(m->packages_available->packages[0].type != PackageType::top_level);
+}
+
 TEST_CASE(
     "messages: a ConnectionSettingsOffers without opamp settings leaves the heartbeat alone") {
     std::string raw = field_bytes(4, field_bytes(1, "hash"));

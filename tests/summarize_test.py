@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Tests of tests/summarize.py, the script that turns meson's logs into the run's closing line: the
+verdict of the whole suite rests on it, so each way it could call a bad run good is tried here."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUMMARIZE = os.path.join(HERE, "summarize.py")
+
+
+def doctest_out(cases, passed, failed, skip_marks=()):
+    marks = "".join(f"MYR-SKIP: {case}: {why}\n" for case, why in skip_marks)
+    return marks + (f"[doctest] test cases: {cases} | {passed} passed | {failed} failed | 0 skipped\n")
+
+
+def summarize(tmp, records, *extra, strict=False):
+    """Writes `records` (None: no file; []: an empty file) and returns (exit code, last line)."""
+    args = [sys.executable, SUMMARIZE] + (["--strict"] if strict else [])
+    if records is not None:
+        path = os.path.join(tmp, f"log{len(os.listdir(tmp))}.json")
+        with open(path, "w") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+        args.append(path)
+    args += list(extra)
+    p = subprocess.run(args, capture_output=True, text=True)
+    return p.returncode, p.stdout.strip().splitlines()[-1], p.stdout
+
+
+failures = []
+checks = 0
+
+
+def expect(name, got, want):
+    global checks
+    checks += 1
+    if got != want:
+        failures.append(f"{name}: got {got!r}, want {want!r}")
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    ok = {"name": "unit-a", "result": "OK", "stdout": doctest_out(3, 3, 0)}
+    rc, line, _ = summarize(tmp, [ok])
+    expect("all passed", (rc, line), (0, "3 passed, 0 failed, 0 skipped"))
+
+    skipping = {"name": "unit-b", "result": "OK",
+                "stdout": doctest_out(4, 4, 0, [("needs root case", "needs root")] * 2)}
+    rc, line, out = summarize(tmp, [skipping])
+    expect("a skip marker moves a case from passed to skipped, once per case", (rc, line),
+           (0, "3 passed, 0 failed, 1 skipped"))
+    expect("the skip is named", "SKIPPED: unit-b: needs root case: needs root" in out, True)
+
+    rc, line, _ = summarize(tmp, [skipping], strict=True)
+    expect("strict mode fails a skip", rc, 1)
+
+    crashed = {"name": "unit-c", "result": "FAIL", "stdout": doctest_out(2, 2, 0)}
+    rc, line, _ = summarize(tmp, [crashed])
+    expect("a crash after the summary fails", (rc, line), (1, "2 passed, 1 failed, 0 skipped"))
+
+    no_summary = {"name": "unit-d", "result": "TIMEOUT", "stdout": "half a line"}
+    rc, line, _ = summarize(tmp, [no_summary])
+    expect("a timeout before the summary fails", (rc, line), (1, "0 passed, 1 failed, 0 skipped"))
+
+    failed_case = {"name": "unit-e", "result": "FAIL", "stdout": doctest_out(2, 1, 1)}
+    rc, line, _ = summarize(tmp, [failed_case])
+    expect("a failed case fails", (rc, line), (1, "1 passed, 1 failed, 0 skipped"))
+
+    rc, line, _ = summarize(tmp, [])
+    expect("an empty log (a stage that ran nothing) fails", rc, 1)
+
+    rc, line, _ = summarize(tmp, None, os.path.join(tmp, "missing.json"))
+    expect("a missing log fails", rc, 1)
+
+    rc, line, _ = summarize(tmp, [ok], "BUILD-FAILED:asan")
+    expect("a failed build fails", (rc, line), (1, "3 passed, 1 failed, 0 skipped"))
+
+    rc, line, _ = summarize(tmp, [ok], "STAGE-FAILED:static:meson test exited 1")
+    expect("a failed stage fails", rc, 1)
+
+    rc, line, _ = summarize(tmp, None)
+    expect("no log at all fails", rc, 1)
+
+    script = {"name": "fuzz-x", "result": "SKIP", "stdout": ""}
+    rc, line, _ = summarize(tmp, [ok, script])
+    expect("meson's SKIP is a skip", (rc, line), (0, "3 passed, 0 failed, 1 skipped"))
+
+for f in failures:
+    print("FAIL:", f)
+print(f"summarize.py: {checks} checks, {len(failures)} failed")
+sys.exit(1 if failures else 0)
