@@ -4,8 +4,10 @@
 #include <dirent.h>
 #include <doctest/doctest.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -85,6 +87,32 @@ std::string big_content(size_t size) {
     std::string s(size, '\0');
     for (size_t i = 0; i < size; ++i) s[i] = static_cast<char>((i * 131) ^ (i >> 9));
     return s;
+}
+
+// A listening UNIX socket bound at `path` (what a stray agent socket on a volume looks like),
+// closed at the end of the scope; the socket file stays.
+struct UnixSocket {
+    int fd = -1;
+    explicit UnixSocket(const std::string& path) {
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        REQUIRE(path.size() < sizeof addr.sun_path);
+        std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+        fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        REQUIRE(fd >= 0);
+        REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        REQUIRE(::listen(fd, 1) == 0);
+    }
+    ~UnixSocket() {
+        if (fd >= 0) ::close(fd);
+    }
+    UnixSocket(const UnixSocket&) = delete;
+    UnixSocket& operator=(const UnixSocket&) = delete;
+};
+
+bool is_socket(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
 }  // namespace
@@ -338,6 +366,22 @@ TEST_CASE("copy: a FIFO as destination is refused") {
     CHECK(S_ISFIFO(st.st_mode));
 }
 
+TEST_CASE("copy: a UNIX socket as destination is refused and left in place") {
+    TempDir t;
+    write_file(t / "src", "x");
+    UnixSocket sock(t / "sock");
+    check_refused(updater({"copy", t / "src", t / "sock"}), t / "sock",
+                  "refusing socket destination: not a regular file");
+    CHECK(is_socket(t / "sock"));
+    // The same entry met as DIR/<name of SRC>.
+    ::mkdir((t / "shared").c_str(), 0755);
+    UnixSocket inside(t / "shared/src");
+    check_refused(updater({"copy", t / "src", t / "shared"}), t / "shared/src",
+                  "refusing socket destination: not a regular file");
+    CHECK(is_socket(t / "shared/src"));
+    CHECK(temp_files(t / "shared").empty());
+}
+
 // ---- source
 // -----------------------------------------------------------------------------------------
 
@@ -383,6 +427,22 @@ TEST_CASE("copy: a FIFO without writer as source is refused without hanging") {
     CHECK_FALSE(via_link.timed_out);
     check_refused(via_link, t / "link", "refusing FIFO as source");
     CHECK_FALSE(exists(t / "dst"));
+}
+
+TEST_CASE("copy: a UNIX socket as source is refused before it is opened") {
+    TempDir t;
+    UnixSocket sock(t / "sock");
+    REQUIRE(::symlink((t / "sock").c_str(), (t / "link").c_str()) == 0);
+    // open(2) on a socket fails with ENXIO ("cannot open source: No such device or address"), so
+    // this reason can only come from the type check that runs before the open, the same check
+    // that keeps a FIFO without writer from blocking the command.
+    auto r = run({updater_bin(), "copy", t / "sock", t / "dst"}, 10s);
+    check_refused(r, t / "sock", "refusing socket as source: not a regular file");
+    CHECK_FALSE(contains(r.err, "cannot open source"));
+    auto via_link = run({updater_bin(), "copy", t / "link", t / "dst"}, 10s);
+    check_refused(via_link, t / "link", "refusing socket as source: not a regular file");
+    CHECK_FALSE(exists(t / "dst"));
+    CHECK(is_socket(t / "sock"));
 }
 
 TEST_CASE("copy: a missing source or a dangling symlink source is an error naming it") {

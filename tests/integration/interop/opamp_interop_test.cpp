@@ -80,3 +80,18 @@ TEST_CASE("interop: an independent OpAMP peer decodes every report and we decode
           "0190a6f4-6c1e-7a3b-9c2d-0123456789ab\n");
     peer.wait(5s);
 }
+
+TEST_CASE("interop: the checked-in golden OpAMP encodings are what the upstream code makes") {
+    // tests/unit/opamp/golden_test.cpp trusts these files without node; here node re-makes them
+    // with the upstream-generated code, so a hand edit or a stale file cannot pass unnoticed.
+    std::string why;
+    if (!node_available(why)) {
+        MYR_SKIP(why);
+    }
+    RunResult r = run({"node", source_dir() + "/tests/interop/make-golden.mjs", "--check",
+                       source_dir() + "/tests/unit/opamp/golden"},
+                      60s);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("cases match") != std::string::npos);
+}

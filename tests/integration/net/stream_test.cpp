@@ -2,11 +2,25 @@
 // plaintext rule on resolved addresses, name resolution.
 #include "net/stream.hpp"
 
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/auxv.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include <cstdio>
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
+#include <mutex>
+#include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.hpp"
@@ -65,6 +79,135 @@ std::string tls_error(const std::string& cert, const std::string& key, const std
     CHECK(loop.close() == 0);
     return result;
 }
+
+// Connects to `server` (which answers "hi") by `host`; "" when the connection carried data both
+// ways, else what went wrong.
+std::string connect_by(TestLoop& loop, TestServer& server, const std::string& host) {
+    StreamOptions o;
+    o.host = host;
+    o.port = static_cast<uint16_t>(server.port());
+    Outcome out;
+    auto s = open_stream(loop.get(), o, out);
+    if (!loop.run_until([&] { return out.connected || out.end; }, std::chrono::seconds(30))) {
+        return "neither connected nor failed within 30 s";
+    }
+    if (out.end) return out.end->ok() ? "ended without connecting" : out.end->error().message();
+    const std::string want_peer = "127.0.0.1:" + std::to_string(server.port());
+    if (s->peer() != want_peer) return "connected to " + s->peer() + ", not " + want_peer;
+    s->write("x\r\n\r\n");
+    if (!loop.run_until([&] { return out.data == "hi"; })) return "no answer from the server";
+    return "";
+}
+
+std::string self_exe() {
+    char self[4096] = {};
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    REQUIRE(n > 0);
+    return self;
+}
+
+// The re-run of one test case in a prepared environment passed: doctest's summary line.
+void check_inner_run(const RunResult& r) {
+    INFO(r.out, r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(std::regex_search(r.out, std::regex("test cases: +1 \\| +1 passed \\| +0 failed")));
+}
+
+// A DNS server for the chroot case, on UDP port 53 of a loopback address other than 127.0.0.1,
+// run by the outer test in a thread while the chrooted copy asks it. It answers an A query for
+// `name` with 127.0.0.1, any other type of `name` with no records, and every other name with
+// NXDOMAIN, which is what a cluster DNS says about a name it does not know.
+class TinyDns {
+  public:
+    explicit TinyDns(std::string name) : name_(std::move(name)) {
+        fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        REQUIRE(fd_ >= 0);
+        // Another test run on the machine may hold one address; try a few.
+        for (int last = 2; last < 10 && address_.empty(); ++last) {
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_port = htons(53);
+            a.sin_addr.s_addr = htonl(0x7f000000u | static_cast<uint32_t>(last));
+            if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+                address_ = "127.0.0." + std::to_string(last);
+            }
+        }
+        REQUIRE_MESSAGE(!address_.empty(), "no free UDP port 53 on 127.0.0.2-9");
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~TinyDns() {
+        stop_ = true;
+        thread_.join();
+        ::close(fd_);
+    }
+    TinyDns(const TinyDns&) = delete;
+    TinyDns& operator=(const TinyDns&) = delete;
+    const std::string& address() const { return address_; }
+    // Every name asked so far, once per query.
+    std::vector<std::string> asked() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return asked_;
+    }
+
+  private:
+    void serve() {
+        while (!stop_) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 50) <= 0) continue;
+            unsigned char q[512];
+            sockaddr_in from{};
+            socklen_t from_len = sizeof from;
+            const ssize_t n =
+                ::recvfrom(fd_, q, sizeof q, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+            if (n < 12 || q[4] != 0 || q[5] != 1) continue;  // one question
+            // The question: labels, then type and class.
+            std::string qname;
+            size_t at = 12;
+            while (at < static_cast<size_t>(n) && q[at] != 0 && q[at] < 64) {
+                const size_t len = q[at];
+                if (at + 1 + len > static_cast<size_t>(n)) break;
+                if (!qname.empty()) qname += '.';
+                for (size_t i = 0; i < len; ++i) {
+                    qname += static_cast<char>(std::tolower(q[at + 1 + i]));
+                }
+                at += 1 + len;
+            }
+            if (at + 5 > static_cast<size_t>(n) || q[at] != 0) continue;
+            const size_t question_end = at + 5;
+            const bool known = qname == name_;
+            const bool type_a = q[at + 1] == 0 && q[at + 2] == 1;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                asked_.push_back(qname);
+            }
+            unsigned char r[600];
+            std::memcpy(r, q, question_end);
+            r[2] = static_cast<unsigned char>(0x80 | (q[2] & 0x01));    // QR, RD copied
+            r[3] = static_cast<unsigned char>(0x80 | (known ? 0 : 3));  // RA, NOERROR/NXDOMAIN
+            r[6] = 0;
+            r[7] = known && type_a ? 1 : 0;  // ANCOUNT
+            r[8] = r[9] = r[10] = r[11] = 0;
+            size_t len = question_end;
+            if (known && type_a) {
+                // A pointer to the question's name, A, IN, TTL 0, 4 bytes: 127.0.0.1.
+                const unsigned char answer[] = {0xc0, 0x0c, 0, 1, 0,   1, 0, 0,
+                                                0,    0,    0, 4, 127, 0, 0, 1};
+                std::memcpy(r + len, answer, sizeof answer);
+                len += sizeof answer;
+            }
+            ::sendto(fd_, r, len, 0, reinterpret_cast<sockaddr*>(&from), from_len);
+        }
+    }
+
+    std::string name_;
+    std::string address_;
+    int fd_ = -1;
+    std::atomic<bool> stop_{false};
+    mutable std::mutex mutex_;
+    std::vector<std::string> asked_;
+    std::thread thread_;
+};
 
 }  // namespace
 
@@ -150,38 +293,11 @@ TEST_CASE("stream: localhost and numeric hosts resolve; plaintext rule uses reso
     {
         TestServer server(loop.get());
         server.on_request = [](ServerConn& c) { c.send_raw("hi"); };
-        // "localhost" is answered in-process (RFC 6761); other names and literals go through
-        // getaddrinfo on libuv's work queue. A loopback name from /etc/hosts, when there is one,
-        // shows a real lookup.
-        std::vector<std::string> hosts = {"localhost", "127.0.0.1"};
-        const std::string etc_hosts = read_file("/etc/hosts");
-        size_t at = 0;
-        while (at < etc_hosts.size()) {
-            size_t nl = etc_hosts.find('\n', at);
-            if (nl == std::string::npos) nl = etc_hosts.size();
-            const std::string line = etc_hosts.substr(at, nl - at);
-            at = nl + 1;
-            char name[256] = {};
-            if (std::sscanf(line.c_str(), "127.0.0.1 %255s", name) == 1 &&
-                std::string(name) != "localhost" && std::string(name).find('.') != 0) {
-                hosts.push_back(name);
-                break;
-            }
-        }
-        if (hosts.size() == 2)
-            MESSAGE("no extra loopback name in /etc/hosts; lookup by name skipped");
-        for (const std::string& host : hosts) {
+        // "localhost" is answered in-process (RFC 6761); literals go through getaddrinfo on
+        // libuv's work queue. A name from /etc/hosts is the next test case.
+        for (const char* host : {"localhost", "127.0.0.1"}) {
             CAPTURE(host);
-            StreamOptions o;
-            o.host = host;
-            o.port = static_cast<uint16_t>(server.port());
-            Outcome out;
-            auto s = open_stream(loop.get(), o, out);
-            REQUIRE(loop.run_until([&] { return out.connected || out.end; }));
-            if (out.end) FAIL(out.end->error().message());
-            CHECK(s->peer() == "127.0.0.1:" + std::to_string(server.port()));
-            s->write("x\r\n\r\n");
-            REQUIRE(loop.run_until([&] { return out.data == "hi"; }));
+            CHECK(connect_by(loop, server, host) == "");
         }
         // A resolution failure is reported, not thrown.
         StreamOptions o;
@@ -207,6 +323,108 @@ TEST_CASE("stream: destroying a stream while its name lookup runs leaves nothing
         s.reset();
         loop.run_for(std::chrono::milliseconds(50));
         CHECK(!out.end);
+    }
+    CHECK(loop.close() == 0);
+}
+
+TEST_CASE("stream: a name listed in /etc/hosts is looked up by the system resolver") {
+    // The name must come from the real getaddrinfo, not from a list the test hopes the machine
+    // has, so the case re-runs itself in a private mount namespace whose /etc/hosts it writes.
+    if (std::getenv("MYR_NET_STREAM_HOSTS") == nullptr) {
+        if (!is_root()) {
+            MYR_SKIP("needs root for a private mount namespace with its own /etc/hosts");
+        }
+        TempDir dir;
+        write_file(dir / "hosts", "127.0.0.1 localhost\n127.0.0.1 myr-stream.test\n");
+        SpawnOptions so;
+        so.env["MYR_NET_STREAM_HOSTS"] = "1";
+        check_inner_run(
+            run({"unshare", "--mount", "sh", "-c",
+                 "mount --bind '" + (dir / "hosts") + "' /etc/hosts && exec '" + self_exe() +
+                     "' -tc='stream: a name listed in /etc/hosts is looked up*'"},
+                std::chrono::seconds(60), so));
+        return;
+    }
+    REQUIRE(read_file("/etc/hosts").find("myr-stream.test") != std::string::npos);
+    TestLoop loop;
+    {
+        TestServer server(loop.get());
+        server.on_request = [](ServerConn& c) { c.send_raw("hi"); };
+        CHECK(connect_by(loop, server, "myr-stream.test") == "");
+        // Only the listed name: a neighbour of it is not made up by anything.
+        const std::string other = connect_by(loop, server, "myr-other.test");
+        CHECK(other.find("resolve myr-other.test") != std::string::npos);
+    }
+    CHECK(loop.close() == 0);
+}
+
+TEST_CASE("stream: the static binary in an empty chroot resolves by /etc/hosts and DNS") {
+    // docs/net.md: a static glibc binary in a FROM scratch image (no nsswitch.conf, no NSS
+    // libraries) still reads /etc/hosts and asks the nameservers of /etc/resolv.conf, and
+    // localhost needs no file at all. The case copies this test binary into an empty directory
+    // and re-runs itself there with chroot, once per layout of /etc:
+    //   empty   nothing: localhost and literals only.
+    //   hosts   only /etc/hosts. (No resolv.conf: glibc asks 127.0.0.1:53, where nothing answers.)
+    //   dns     /etc/hosts and a resolv.conf naming TinyDns. Both names resolve, and the name
+    //           in /etc/hosts never reaches DNS: without nsswitch.conf glibc (2.35 and later)
+    //           uses "files dns" for hosts.
+    const char* mode = std::getenv("MYR_NET_CHROOT");
+    if (mode == nullptr) {
+        if (getauxval(AT_BASE) != 0) {
+            MYR_SKIP("this test binary is dynamically linked; the static build runs this case");
+        }
+        if (!is_root()) {
+            MYR_SKIP("chroot needs root");
+        }
+        TinyDns dns("myr-dns.test");
+        for (const std::string m : {"empty", "hosts", "dns"}) {
+            CAPTURE(m);
+            TempDir root;
+            write_file(root / "net_integration_test", read_file(self_exe()), 0755);
+            if (m != "empty") {
+                REQUIRE(::mkdir((root / "etc").c_str(), 0755) == 0);
+                // No localhost line: localhost must resolve without any file.
+                write_file(root / "etc/hosts", "127.0.0.1 myr-hosts.test\n");
+            }
+            if (m == "dns") {
+                write_file(root / "etc/resolv.conf",
+                           "nameserver " + dns.address() + "\noptions timeout:2 attempts:1\n");
+            }
+            SpawnOptions so;
+            so.env["MYR_NET_CHROOT"] = m;
+            check_inner_run(run({"chroot", root.path(), "/net_integration_test",
+                                 "-tc=stream: the static binary in an empty chroot*"},
+                                std::chrono::seconds(90), so));
+        }
+        const std::vector<std::string> asked = dns.asked();
+        std::string all;
+        for (const auto& n : asked) all += n + " ";
+        INFO("asked TinyDns: " << all);
+        CHECK(std::count(asked.begin(), asked.end(), "myr-dns.test") >= 1);
+        CHECK(std::count(asked.begin(), asked.end(), "myr-hosts.test") == 0);
+        return;
+    }
+    const std::string m = mode;
+    CHECK(exists("/etc/hosts") == (m != "empty"));
+    CHECK(exists("/etc/resolv.conf") == (m == "dns"));
+    CHECK_FALSE(exists("/etc/nsswitch.conf"));
+    TestLoop loop;
+    {
+        TestServer server(loop.get());
+        server.on_request = [](ServerConn& c) { c.send_raw("hi"); };
+        CHECK(connect_by(loop, server, "localhost") == "");
+        CHECK(connect_by(loop, server, "127.0.0.1") == "");
+        auto resolves = [&](const std::string& name, bool yes) {
+            CAPTURE(name);
+            const std::string err = connect_by(loop, server, name);
+            if (yes) {
+                CHECK(err == "");
+            } else {
+                CHECK(err.find("resolve " + name) != std::string::npos);
+            }
+        };
+        resolves("myr-hosts.test", m != "empty");
+        resolves("myr-dns.test", m == "dns");
     }
     CHECK(loop.close() == 0);
 }
