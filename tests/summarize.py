@@ -3,7 +3,7 @@
 
 doctest executables report per test case ("[doctest] test cases: 12 | 11 passed | 1 failed | 0
 skipped"). doctest has no run-time skip, so a case whose prerequisite is missing prints the marker
-line `MYR-SKIP: <case>: <why>` (tests/support/harness.hpp) and returns, which doctest counts as
+line `MYR-SKIP<TAB><case><TAB><why>` (tests/support/harness.hpp) and returns, which doctest counts as
 passed: each such case is moved from passed to skipped here. Other tests (scripts) count as one
 each, and meson's SKIP result (exit 77) as one skip.
 
@@ -20,7 +20,7 @@ import re
 import sys
 
 DOCTEST = re.compile(r"\[doctest\] test cases:\s*(\d+) \|\s*(\d+) passed \|\s*(\d+) failed \|\s*(\d+) skipped")
-SKIP_MARK = re.compile(r"^MYR-SKIP: (.*?): (.*)$", re.M)
+SKIP_MARK = re.compile(r"^MYR-SKIP\t([^\t\n]*)\t(.*)$", re.M)
 OK_RESULTS = ("OK", "EXPECTEDFAIL")
 
 

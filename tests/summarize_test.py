@@ -12,7 +12,7 @@ SUMMARIZE = os.path.join(HERE, "summarize.py")
 
 
 def doctest_out(cases, passed, failed, skip_marks=()):
-    marks = "".join(f"MYR-SKIP: {case}: {why}\n" for case, why in skip_marks)
+    marks = "".join(f"MYR-SKIP\t{case}\t{why}\n" for case, why in skip_marks)
     return marks + (f"[doctest] test cases: {cases} | {passed} passed | {failed} failed | 0 skipped\n")
 
 
@@ -47,11 +47,12 @@ with tempfile.TemporaryDirectory() as tmp:
     expect("all passed", (rc, line), (0, "3 passed, 0 failed, 0 skipped"))
 
     skipping = {"name": "unit-b", "result": "OK",
-                "stdout": doctest_out(4, 4, 0, [("needs root case", "needs root")] * 2)}
+                "stdout": doctest_out(5, 5, 0, [("case: needs root", "needs root: mount")] * 2 +
+                                      [("case: other", "no node")])}
     rc, line, out = summarize(tmp, [skipping])
     expect("a skip marker moves a case from passed to skipped, once per case", (rc, line),
-           (0, "3 passed, 0 failed, 1 skipped"))
-    expect("the skip is named", "SKIPPED: unit-b: needs root case: needs root" in out, True)
+           (0, "3 passed, 0 failed, 2 skipped"))
+    expect("the skip is named", "SKIPPED: unit-b: case: needs root: needs root: mount" in out, True)
 
     rc, line, _ = summarize(tmp, [skipping], strict=True)
     expect("strict mode fails a skip", rc, 1)

@@ -52,7 +52,8 @@ void report_skip(const std::string& why) {
     // Strict mode fails the case, with no marker: the case then counts as failed, not skipped.
     if (strict_mode()) FAIL("a prerequisite is missing and MYR_TEST_STRICT=1 forbids skips: " << why);
     // One line, flushed at once, so that a crash later in the run cannot lose it.
-    std::string line = "MYR-SKIP: " + current_test_case() + ": " + why + "\n";
+    // Tabs separate the fields: test case names contain ": " but never a tab.
+    std::string line = "MYR-SKIP\t" + current_test_case() + "\t" + why + "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fflush(stdout);
 }

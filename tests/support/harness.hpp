@@ -24,7 +24,7 @@ std::string source_dir();                 // $MYRIARCH_SOURCE_DIR
 std::string shared_dir();                 // ../shared beside the project ("" when absent)
 
 // A test case whose prerequisite this machine lacks calls MYR_SKIP(why) (or report_skip and
-// returns). It prints the marker line `MYR-SKIP: <test case>: <why>`, which tests/summarize.py
+// returns). It prints the marker line `MYR-SKIP<TAB><test case><TAB><why>`, which tests/summarize.py
 // counts as skipped: doctest alone would count the case as passed. Under MYR_TEST_STRICT=1 (set by
 // .ci/run, which installs every prerequisite) a skip fails the case instead, so CI skips nothing.
 #define MYR_SKIP(why)                                   \
