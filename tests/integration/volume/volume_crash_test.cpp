@@ -3,7 +3,9 @@
 // (recovery, then seeding, as the container command does) and judged by the test's own oracle
 // (volume_oracle.hpp: syscalls, json-c, its own SHA-256), never by the driver's `state`, which
 // links the code under test. What is judged:
-// - the four invariants, with the supervisor storage compared entry by entry;
+// - the four invariants, with the supervisor storage compared entry by entry; the scenarios plant
+//   links from the volume into that storage where recovery removes entries, so code that followed
+//   a link instead of removing it would change the storage;
 // - the exact end state of each case: which version and which bytes are active, decided by where
 //   the crash fell relative to the operation's commit (not by whether a journal happened to be
 //   left), and which versions must still be on disk.
@@ -52,10 +54,12 @@ struct Scenario {
     std::function<void(Volume&, Releases&)> setup{};  // builds the initial volume, no faults
     std::function<Args(const Releases&)> op{};
     std::function<Args(const Releases&)> start{};
-    End end{};                       // what the restart must end at (after the commit, if any)
-    std::optional<Commit> commit{};  // none: every crash ends at `end`
-    std::set<std::string> keep{};    // versions that must stay intact on disk
-    bool second_level = true;        // also crash the restart after a journaled crash point
+    End end{};                          // what the restart must end at (after the commit, if any)
+    std::optional<Commit> commit{};     // none: every crash ends at `end`
+    std::set<std::string> keep{};       // versions that must stay intact on disk
+    std::set<std::string> broken_ok{};  // version directories the setup broke on purpose
+    bool journal_aside = false;         // the setup's journal.json must end up moved aside, as is
+    bool second_level = true;           // also crash the restart after a journaled crash point
 };
 
 struct Violation {
@@ -124,18 +128,20 @@ std::optional<size_t> commit_index(const Scenario& s, const Trace& trace) {
 }
 
 // Everything a case starts from: the prepared volume (cloned for every case; the releases stay in
-// its directory), the releases' hashes and the supervisor storage as set up.
+// its directory), the releases' hashes, the supervisor storage and the journal as set up.
 struct Prepared {
     Volume tmpl;
     Releases rel;
     std::map<std::string, std::string> sha;  // release key -> SHA-256 (oracle's)
     oracle::Tree supervisor;
+    std::string journal;  // fingerprint of journal.json after setup ("" when none)
 };
 
 void prepare(const Scenario& s, Prepared& p) {
     s.setup(p.tmpl, p.rel);
     for (const auto& [key, path] : p.rel) p.sha[key] = oracle::sha256_file_hex(path);
     p.supervisor = oracle::snapshot(p.tmpl.supervisor);
+    p.journal = oracle::fingerprint(p.tmpl.state_dir + "/journal.json");
 }
 
 // Restarts after a crash and judges the volume; appends violations under `label`.
@@ -154,6 +160,8 @@ void restart_and_check(const Scenario& s, const Prepared& p, const Volume& vol, 
     e.sha256 = p.sha.at(want.release);
     e.reported = reported.str("seed.activeVersion");
     e.keep = s.keep;
+    e.broken_ok = s.broken_ok;
+    if (s.journal_aside) e.aside = p.journal;
     for (const std::string& v : oracle::violations({vol.install, vol.state_dir}, e)) {
         bad.push_back(v);
     }
@@ -258,6 +266,79 @@ void update_to(Volume& v, const std::string& file, const std::string& version) {
          "setup activate " + version);
 }
 
+// The relative path from `dir` (below the volume's TempDir) up to the supervisor storage. Links
+// are relative so that they still point into each case's own copy after clone_from.
+std::string to_storage(const Volume& v, const std::string& dir) {
+    std::string rel = dir.substr(v.tmp.path().size() + 1);
+    std::string up;
+    for (char c : rel + "/") {
+        if (c == '/') up += "../";
+    }
+    return up + "supervisor";
+}
+
+void symlink_or_fail(const std::string& target, const std::string& path) {
+    INFO(path << " -> " << target);
+    REQUIRE(::symlink(target.c_str(), path.c_str()) == 0);
+}
+
+// Corrupt inputs are good ones with flipped bits (RAUC's flip_bits_filename).
+void flip_byte(const std::string& path, size_t offset) {
+    std::string bytes = read_file(path);
+    REQUIRE(offset < bytes.size());
+    bytes[offset] = static_cast<char>(bytes[offset] ^ 0xff);
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    write_file(path, bytes, st.st_mode & 07777);
+}
+
+// A journal in the format volume.md documents, written by the test (not by the code under test).
+std::string journal_text(const std::string& op, const std::string& phase, const std::string& from,
+                         const std::string& to) {
+    return R"({"id":"3f0c2a9e-8d1b-4c6e-9a7f-2b5d8e1c4a60","op":")" + op + R"(","phase":")" +
+           phase + R"(","from":")" + from + R"(","to":")" + to +
+           R"(","startedAt":"2026-12-01T06:00:00.000Z","attempt":1})" + "\n";
+}
+
+// Every scenario: a link into the supervisor storage inside `.staging/`, which every recovery
+// empties. Removing the entry is right; entering it would change the storage (invariant 3).
+void plant_staging_link(Volume& v) {
+    std::string staging = v.install + "/.staging";
+    REQUIRE(run({"mkdir", "-p", staging}).exit_code == 0);
+    symlink_or_fail(to_storage(v, staging), staging + "/zz-storage");
+}
+
+// An update from 0.116.0 to 0.117.0 cut short after its switch (phase health-checking), as a
+// power loss would leave it: `current` at 0.117.0, the journal naming both versions.
+void interrupted_update(Volume& v, Releases& r) {
+    r["A"] = v.release("0.115.0");
+    r["B"] = v.release("0.116.0");
+    r["C"] = v.release("0.117.0");
+    seed_with(v, r["B"]);
+    update_to(v, r["C"], "0.117.0");
+    write_file(v.state_dir + "/journal.json",
+               journal_text("update", "health-checking", "0.116.0", "0.117.0"), 0600);
+}
+
+// Everything recovery of an interrupted update removes: downloads in the spool, temp files the
+// fsx helpers leave (`.<name>.tmp-XXXXXX`) in each directory they write, a half-filled staging
+// directory, and links into the supervisor storage among them.
+void plant_leftovers(Volume& v) {
+    const std::string spool = v.state_dir + "/spool";
+    REQUIRE(run({"mkdir", "-p", spool + "/extract"}).exit_code == 0);
+    write_file(spool + "/otelcol-0.117.0.tar.gz.part", std::string(4096, 'z'));
+    write_file(spool + "/extract/otelcol-contrib", "partial");
+    symlink_or_fail(to_storage(v, spool), spool + "/zz-storage");
+    symlink_or_fail("versions/0.117.0", v.install + "/.current.tmp-Ab3dE9");
+    symlink_or_fail(to_storage(v, v.install) + "/persistent_state.yaml",
+                    v.install + "/.persistent_state.yaml.tmp-St0rag");
+    write_file(v.state_dir + "/.journal.json.tmp-Xy12Zw", R"({"id":"3f0c)", 0600);
+    write_file(v.install + "/versions/0.117.0/.install.json.tmp-Qw34Er", "{", 0644);
+    const std::string staged = v.install + "/.staging/0123456789abcdef";
+    REQUIRE(run({"mkdir", "-p", staged}).exit_code == 0);
+    write_file(staged + "/.otelcol-contrib.tmp-Zx56Cv", std::string(8192, 'x'), 0600);
+}
+
 std::vector<Scenario> scenarios() {
     std::vector<Scenario> all;
     all.push_back({.name = "seed into an empty volume",
@@ -310,6 +391,21 @@ std::vector<Scenario> scenarios() {
                    .op = [](const Releases& r) { return seed_args(r.at("B2"), "image"); },
                    .start = [](const Releases& r) { return start_args(r.at("B2"), "image"); },
                    .end = {"0.116.0", "B2"}});
+    all.push_back({.name = "seed over a directory planted as current (cleared, not entered)",
+                   .setup =
+                       [](Volume& v, Releases& r) {
+                           r["A"] = v.release("0.115.0");
+                           seed_with(v, r["A"]);
+                           std::string cur = v.install + "/current";
+                           REQUIRE(::unlink(cur.c_str()) == 0);
+                           REQUIRE(::mkdir(cur.c_str(), 0755) == 0);
+                           write_file(cur + "/otelcol-contrib", "#!/bin/sh\n", 0755);
+                           symlink_or_fail(to_storage(v, cur), cur + "/zz-storage");
+                       },
+                   .op = [](const Releases& r) { return seed_args(r.at("A"), "newest"); },
+                   .start = [](const Releases& r) { return start_args(r.at("A"), "newest"); },
+                   .end = {"0.115.0", "A"},
+                   .second_level = false});
     for (bool staged : {false, true}) {
         all.push_back(
             {.name = std::string("update activation, ") + (staged ? "staged extraction" : "copy"),
@@ -361,6 +457,67 @@ std::vector<Scenario> scenarios() {
                    .start = [](const Releases& r) { return start_args(r.at("A"), "newest"); },
                    .end = {"0.118.0", "D"},
                    .keep = {"0.117.0", "0.118.0"}});
+    // Recovery itself as the operation: the restart is the op, so the first level already kills
+    // every point of recovery and no second level is needed.
+    all.push_back({.name = "recovery of an interrupted update: switch back, spool, temp files",
+                   .setup =
+                       [](Volume& v, Releases& r) {
+                           interrupted_update(v, r);
+                           plant_leftovers(v);
+                       },
+                   .op = [](const Releases& r) { return start_args(r.at("A"), "newest"); },
+                   .start = [](const Releases& r) { return start_args(r.at("A"), "newest"); },
+                   .end = {"0.116.0", "B"},
+                   .keep = {"0.117.0"},
+                   .second_level = false});
+    all.push_back({.name = "recovery of an interrupted update whose previous version is broken",
+                   .setup =
+                       [](Volume& v, Releases& r) {
+                           interrupted_update(v, r);
+                           flip_byte(v.install + "/versions/0.116.0/otelcol-contrib", 4096);
+                       },
+                   .op = [](const Releases& r) { return start_args(r.at("A"), "newest"); },
+                   .start = [](const Releases& r) { return start_args(r.at("A"), "newest"); },
+                   // `current` is removed rather than left at the unproven 0.117.0, and seeding
+                   // then activates the image.
+                   .end = {"0.115.0", "A"},
+                   .keep = {"0.117.0"},
+                   .broken_ok = {"0.116.0"},
+                   .second_level = false});
+    all.push_back({.name = "recovery moves a journal with flipped bytes aside",
+                   .setup =
+                       [](Volume& v, Releases& r) {
+                           r["B"] = v.release("0.116.0");
+                           seed_with(v, r["B"]);
+                           std::string j = v.state_dir + "/journal.json";
+                           write_file(j, journal_text("update", "staging", "0.116.0", "0.117.0"),
+                                      0600);
+                           flip_byte(j, 0);
+                       },
+                   .op = [](const Releases& r) { return start_args(r.at("B"), "newest"); },
+                   .start = [](const Releases& r) { return start_args(r.at("B"), "newest"); },
+                   .end = {"0.116.0", "B"},
+                   .journal_aside = true,
+                   .second_level = false});
+    all.push_back({.name = "recovery moves a journal that is a link into the supervisor storage",
+                   .setup =
+                       [](Volume& v, Releases& r) {
+                           r["B"] = v.release("0.116.0");
+                           seed_with(v, r["B"]);
+                           symlink_or_fail(to_storage(v, v.state_dir) + "/persistent_state.yaml",
+                                           v.state_dir + "/journal.json");
+                       },
+                   .op = [](const Releases& r) { return start_args(r.at("B"), "newest"); },
+                   .start = [](const Releases& r) { return start_args(r.at("B"), "newest"); },
+                   .end = {"0.116.0", "B"},
+                   .journal_aside = true,
+                   .second_level = false});
+    for (Scenario& s : all) {
+        s.setup = [inner = s.setup](Volume& v, Releases& r) {
+            inner(v, r);
+            plant_staging_link(v);
+        };
+    }
     return all;
 }
 
