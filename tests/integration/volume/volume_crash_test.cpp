@@ -8,7 +8,9 @@
 //   a link instead of removing it would change the storage;
 // - the exact end state of each case: which version and which bytes are active, decided by where
 //   the crash fell relative to the operation's commit (not by whether a journal happened to be
-//   left), and which versions must still be on disk.
+//   left), and which versions must still be on disk;
+// - the fault points: every point the product passes is in docs/volume.md's list, and every
+//   listed point is crashed by some case (less the allow-list below, each entry with its reason).
 // For one crash point per scenario the restart itself is also killed at each of its points.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
@@ -18,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -31,6 +34,11 @@ namespace {
 using Releases = std::map<std::string, std::string>;  // key -> release file
 using Args = std::vector<std::string>;
 using Trace = std::vector<std::pair<std::string, int>>;  // point, pass number
+
+// Documented points the default matrix is allowed not to crash, each with the reason. Empty:
+// every documented point has a scenario that creates its preconditions. An entry that is crashed
+// after all, or that is not documented, fails the test (the list cannot go stale).
+const std::map<std::string, std::string> kNotCrashed = {};
 
 // A version and the release whose bytes it must hold.
 struct End {
@@ -77,6 +85,29 @@ struct Totals {
 void must(const RunResult& r, const std::string& what) {
     INFO(what << "\nstdout: " << r.out << "\nstderr: " << r.err);
     REQUIRE(r.exit_code == 0);
+}
+
+// The table between the fault-point markers of docs/volume.md: every name in backquotes in the
+// first column of a row.
+std::set<std::string> documented_points() {
+    std::string doc = read_file(source_dir() + "/docs/volume.md");
+    size_t from = doc.find("<!-- fault points: begin");
+    size_t to = doc.find("<!-- fault points: end");
+    REQUIRE_MESSAGE((from != std::string::npos && to != std::string::npos && from < to),
+                    "docs/volume.md: the fault point list markers are missing");
+    std::istringstream section(doc.substr(from, to - from));
+    static const std::regex name("`([a-z_]+(?:\\.[a-z_]+)+)`");
+    std::set<std::string> out;
+    std::string line;
+    while (std::getline(section, line)) {
+        if (line.rfind("| ", 0) != 0) continue;
+        std::string first = line.substr(2, line.find('|', 2) - 2);
+        for (std::sregex_iterator it(first.begin(), first.end(), name), end; it != end; ++it) {
+            out.insert((*it)[1]);
+        }
+    }
+    REQUIRE(!out.empty());
+    return out;
 }
 
 // Every pass of every point, in order. Unless MYRIARCH_VOLUME_CRASH_FULL=1, the file-level points
@@ -542,6 +573,7 @@ TEST_CASE("crash matrix: every fault point of every volume operation keeps the i
     if (::stat("/dev/shm", &shm) == 0 && S_ISDIR(shm.st_mode) && ::access("/dev/shm", W_OK) == 0) {
         ::setenv("TMPDIR", "/dev/shm", 1);
     }
+    const std::set<std::string> documented = documented_points();
     Totals t;
     std::string per_scenario;
     for (const Scenario& s : scenarios()) {
@@ -553,14 +585,28 @@ TEST_CASE("crash matrix: every fault point of every volume operation keeps the i
                         std::to_string(t.violations.size() - violations) + " violations\n";
     }
 
+    for (const std::string& p : t.traced) {
+        if (!documented.count(p)) t.violations.push_back({p, "points: traced but not documented"});
+    }
+    for (const std::string& p : documented) {
+        if (t.crashed.count(p) || kNotCrashed.count(p)) continue;
+        t.violations.push_back({p, "points: documented but never crashed"});
+    }
+    for (const auto& [p, why] : kNotCrashed) {
+        if (!documented.count(p) || t.crashed.count(p)) {
+            t.violations.push_back(
+                {p, "points: allow-listed (" + why + ") but crashed or undocumented"});
+        }
+    }
+
     std::map<std::string, int> by_kind;
     for (const Violation& v : t.violations) ++by_kind[v.what.substr(0, v.what.find(':'))];
     std::string kinds;
     for (const auto& [k, n] : by_kind) kinds += " " + k + "=" + std::to_string(n);
     MESSAGE("volume crash matrix: "
-            << t.crashed.size() << " distinct fault points crashed, " << t.traced.size()
-            << " traced; " << t.cases << " crash cases, " << t.runs << " driver runs, "
-            << t.violations.size() << " violations"
+            << documented.size() << " documented fault points, " << t.crashed.size() << " crashed, "
+            << t.traced.size() << " traced; " << t.cases << " crash cases, " << t.runs
+            << " driver runs, " << t.violations.size() << " violations"
             << (kinds.empty() ? "" : " (by invariant:" + kinds + ")") << "\n"
             << per_scenario);
     // Every violation counts; the first ones are shown in full.
