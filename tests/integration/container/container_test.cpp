@@ -353,7 +353,7 @@ TEST_CASE("container: probes follow the child through start, crash and restart")
                      fake_supervisor() + " --exit-after 1500 --exit-code 2; else exec " +
                      fake_supervisor() + "; fi"};
     s.restart_delay = "2s";
-    s.health_port = free_port();
+    s.health_port = reserve_port();
     Updater u(dir, s, true);
     int port = s.health_port;
     REQUIRE(u.log_has("probe server listening"));
@@ -382,7 +382,7 @@ TEST_CASE("container: probes answer within 100 ms while slowloris clients hold c
     TempDir dir;
     Settings s;
     s.command = {fake_supervisor()};
-    s.health_port = free_port();
+    s.health_port = reserve_port();
     Updater u(dir, s, true);
     int port = s.health_port;
     REQUIRE(wait_until([&] { return http_get("127.0.0.1", port, "/readyz").status == 200; }, 10s));

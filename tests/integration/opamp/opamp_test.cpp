@@ -321,7 +321,7 @@ TEST_CASE("opamp: wss:// with the test CA connects; a wrong host name and an unt
 
 TEST_CASE("opamp: a server restarted 30 times in a row sees the agent stay within its backoff") {
     TempDir dir;
-    const int port = free_port();
+    const int port = reserve_port();
     std::optional<Server> server;
     server.emplace(dir, std::vector<std::string>{}, port);
     Driver agent(dir, "ws://127.0.0.1:" + std::to_string(port) + "/v1/opamp", {});
