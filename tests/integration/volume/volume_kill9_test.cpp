@@ -52,6 +52,7 @@ TEST_CASE("kill -9 at random moments of a 300 MB activation keeps the invariants
             {driver_bin(), "--install-dir", vol.install, "--state-dir", vol.state_dir, "activate",
              "--file", big, "--version", "0.117.0", "--sha256", big_sha},
             opts);
+        // The kill's moment is the scenario: a random point of the activation.
         std::this_thread::sleep_for(std::chrono::milliseconds(at));
         if (p.running()) {
             ::kill(p.pid(), SIGKILL);
