@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <tuple>
 #include <vector>
 
 #include "harness.hpp"
@@ -18,7 +17,6 @@ using namespace myr;
 using namespace myr::health;
 using namespace myr::health::test;
 using namespace std::chrono_literals;
-
 
 TEST_CASE("probe routing: paths, methods and answers") {
     auto p = fixed(true, false);
