@@ -90,8 +90,14 @@ for stage in $stages; do
         asan)
             setup build/asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug || { logs+=("BUILD-FAILED:asan"); continue; }
             build asan build/asan || continue
+            # The unit tests in suite `timing` (unit + timing) run after the others, alone, as in
+            # the static stage.
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
-                run_tests asan build/asan asan-unit --num-processes "$jobs" --timeout-multiplier 4 --suite unit
+                run_tests asan build/asan asan-unit --num-processes "$jobs" --timeout-multiplier 4 \
+                --suite unit --no-suite timing
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
+                run_tests asan build/asan asan-unit-timing --num-processes 1 --timeout-multiplier 4 \
+                --suite timing --no-suite integration --no-suite slow
             ;;
         fuzz)
             CC=clang CXX=clang++ setup build/fuzz -Dfuzz=true -Dtests=false -Dbuildtype=debugoptimized || { logs+=("BUILD-FAILED:fuzz"); continue; }

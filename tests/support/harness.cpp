@@ -2,22 +2,25 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <doctest/doctest.h>
 #include <fstream>
+#include <mutex>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -259,19 +262,86 @@ bool wait_until(const std::function<bool()>& pred, Millis timeout, Millis poll) 
     }
 }
 
-int free_port() {
+namespace {
+
+// The widest run of ports outside the ephemeral range, from 10000 up (below live the registered
+// services a machine may run, such as the product's own default 13135).
+std::pair<int, int> reservable_range() {
+    int lo = 32768, hi = 60999;  // Linux's defaults, when the file cannot be read
+    std::istringstream in(read_file("/proc/sys/net/ipv4/ip_local_port_range"));
+    in >> lo >> hi;
+    std::pair<int, int> below{10000, lo - 1}, above{hi + 1, 65535};
+    auto size = [](std::pair<int, int> r) { return r.second - r.first + 1; };
+    std::pair<int, int> best = size(below) >= size(above) ? below : above;
+    if (size(best) < 100) {
+        throw std::runtime_error("reserve_port: ip_local_port_range " + std::to_string(lo) + " " +
+                                 std::to_string(hi) + " leaves fewer than 100 ports outside it");
+    }
+    return best;
+}
+
+// With SO_REUSEADDR, as every server the tests start binds: a port whose last connection is in
+// TIME_WAIT is usable, one where something listens is not.
+bool bindable(int port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return ok;
+}
+
+std::mutex ports_mu;
+std::vector<int> held_port_fds;  // lock files and refusing sockets, open until the process ends
+
+}  // namespace
+
+int reserve_port() {
+    std::lock_guard<std::mutex> lock(ports_mu);
+    auto [first, last] = reservable_range();
+    // Shared by every test process on the machine whatever its TMPDIR, and by every user.
+    const std::string dir = "/tmp/myr-test-ports";
+    if (::mkdir(dir.c_str(), 01777) == 0) ::chmod(dir.c_str(), 01777);
+    const int n = last - first + 1;
+    // A random start keeps processes from all trying the same first ports, and spreads reuse so
+    // that a port is rarely taken again while its last connections linger in TIME_WAIT.
+    const int start = static_cast<int>(std::random_device{}() % static_cast<unsigned>(n));
+    for (int i = 0; i < n; ++i) {
+        const int port = first + (start + i) % n;
+        const std::string path = dir + "/" + std::to_string(port);
+        int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (fd < 0) continue;
+        // Per open file description: a second reservation in this same process is refused too.
+        if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || !bindable(port)) {
+            ::close(fd);
+            continue;
+        }
+        held_port_fds.push_back(fd);
+        return port;
+    }
+    throw std::runtime_error("reserve_port: every port in " + std::to_string(first) + ".." +
+                             std::to_string(last) + " is reserved or in use");
+}
+
+int refusing_port() {
+    std::lock_guard<std::mutex> lock(ports_mu);
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        ::close(fd);
-        throw std::runtime_error("free_port: bind failed");
-    }
     socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+        if (fd >= 0) ::close(fd);
+        throw std::runtime_error(std::string("refusing_port: ") + std::strerror(errno));
+    }
+    held_port_fds.push_back(fd);  // bound, never listening: the kernel answers a SYN with RST
     return ntohs(a.sin_port);
 }
 

@@ -108,8 +108,24 @@ RunResult run(const std::vector<std::string>& argv, Millis timeout = 30s,
 // Polls `pred` every `poll` until it is true or `timeout` passes.
 bool wait_until(const std::function<bool()>& pred, Millis timeout, Millis poll = 20ms);
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
-int free_port();
+// Ports. A port picked by binding port 0, closing and handing the number on can be taken by any
+// process in between (another test, or any connect() given it as its source port), so tests that
+// run side by side keep to these rules:
+// - A program that can bind port 0 and tell which port it got binds 0 and tells: the probe server
+//   and TestServer in-process, opamp-test-server through --port-file, python's http.server on its
+//   stdout.
+// - A port that must be named before the program starts (container.healthListen, a collector's
+//   health_check endpoint, a server restarted on the same port) comes from reserve_port().
+// - A port where nothing may listen (to provoke "connection refused") comes from refusing_port().
+//
+// reserve_port(): a port outside the kernel's ephemeral range (ip_local_port_range), so neither
+// bind(0) nor connect() anywhere is handed it, and locked with flock on
+// /tmp/myr-test-ports/<port> for the life of the test process, so no other test process picks it
+// (the lock goes with the process, even on SIGKILL). It was bindable on 127.0.0.1 when reserved.
+int reserve_port();
+// A port on 127.0.0.1 bound to a socket that never listens, kept open for the life of the test
+// process: a connection to it is refused, and nothing else can bind it meanwhile.
+int refusing_port();
 
 struct HttpResponse {
     int status = 0;  // 0: no response (connection refused, timeout, garbage)

@@ -114,7 +114,7 @@ struct RigOptions {
 // A container's directories, config and image binaries.
 class Rig {
   public:
-    Rig() : health_port_(free_port()) {
+    Rig() : health_port_(reserve_port()) {
         install = dir / "install";
         state = dir / "state";
         storage = dir / "supervisor";

@@ -209,7 +209,7 @@ TEST_CASE("container: /healthz answers promptly while a 300 MB image binary is s
         ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         statuses.push_back(st);
         if (u.log_has("child started")) break;
-        std::this_thread::sleep_for(50ms);
+        std::this_thread::sleep_for(50ms);  // the sampling rate, not a wait for something
     }
     CHECK_MESSAGE(u.log_has("child started"), u.log());
     CHECK(std::all_of(statuses.begin(), statuses.end(), [](int s) { return s == 200; }));

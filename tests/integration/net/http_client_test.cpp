@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <optional>
+#include <regex>
 #include <string>
 
 #include "harness.hpp"
@@ -154,7 +155,7 @@ TEST_CASE("http client: caps on the body, idle and total timeouts, connection re
         total_opts.total_timeout = std::chrono::milliseconds(400);
         total_opts.idle_timeout = std::chrono::seconds(30);
         auto c3 = get(loop.get(), "http", server.port(), "/stall", total_opts, total);
-        auto c4 = get(loop.get(), "http", free_port(), "/", {}, refused);
+        auto c4 = get(loop.get(), "http", refusing_port(), "/", {}, refused);
         REQUIRE(loop.run_until(
             [&] { return big.result && idle.result && total.result && refused.result; }));
         REQUIRE(!big.result->ok());
@@ -238,11 +239,25 @@ TEST_CASE("http client: a 256 MiB download streams with flat memory") {
     TempDir dir;
     const uint64_t size = 256ull << 20;
     REQUIRE(run({"truncate", "-s", std::to_string(size), dir / "artifact.bin"}).exit_code == 0);
-    const int port = free_port();
     SpawnOptions so;
     so.cwd = dir.path();
-    auto server = Process::spawn(
-        {"python3", "-m", "http.server", "--bind", "127.0.0.1", std::to_string(port)}, so);
+    // Port 0: the server picks a free port and names it ("Serving HTTP on 127.0.0.1 port N ...");
+    // -u so that the line is not held in python's buffer.
+    auto server =
+        Process::spawn({"python3", "-u", "-m", "http.server", "--bind", "127.0.0.1", "0"}, so);
+    int port = 0;
+    REQUIRE_MESSAGE(wait_until(
+                        [&] {
+                            std::smatch m;
+                            std::string out = server.out();
+                            if (!std::regex_search(out, m, std::regex(" port ([0-9]+) "))) {
+                                return false;
+                            }
+                            port = std::stoi(m[1]);
+                            return true;
+                        },
+                        std::chrono::seconds(20)),
+                    server.err());
     REQUIRE(wait_until([&] { return http_get("127.0.0.1", port, "/").status == 200; },
                        std::chrono::seconds(20)));
     TestLoop loop;

@@ -371,7 +371,7 @@ TEST_CASE("ws client: ws:// to loopback needs no permission; wss:// is never ref
 TEST_CASE("ws client: connection refused and handshake timeout are reported once") {
     TestLoop loop;
     {
-        const int port = free_port();
+        const int port = refusing_port();
         Client refused(loop.get(), options("ws", "127.0.0.1", port));
         refused.ws->connect();
 
@@ -461,8 +461,8 @@ TEST_CASE("ws client: may be destroyed inside its own handlers") {
             closed = true;
             ws2.reset();
         };
-        ws2 = std::make_unique<WebSocketClient>(loop.get(), options("ws", "127.0.0.1", free_port()),
-                                                h2);
+        ws2 = std::make_unique<WebSocketClient>(loop.get(),
+                                                options("ws", "127.0.0.1", refusing_port()), h2);
         ws2->connect();
         REQUIRE(loop.run_until([&] { return closed; }));
         CHECK(ws2 == nullptr);

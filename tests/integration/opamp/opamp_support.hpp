@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +77,9 @@ class Server {
                                       "--record",
                                       record_};
         argv.insert(argv.end(), args.begin(), args.end());
+        // A server restarted under the same name must not be taken as listening on the strength
+        // of its predecessor's port file.
+        std::remove(port_file_.c_str());
         proc_.emplace(Process::spawn(argv));
         if (!wait_until([&] { return !read_file(port_file_).empty(); }, 10s)) {
             FAIL("opamp-test-server did not start: " << proc_->err());

@@ -206,10 +206,15 @@ TEST_CASE("opamp: 503 without Retry-After waits at least 30 s") {
     Server server(dir, {"--upgrade", "1:503"});
     Driver agent(dir, server.ws_url(), {});
     REQUIRE(server.wait_events("rejected", 1));
-    std::this_thread::sleep_for(3s);
-    CHECK(server.events("rejected").size() + server.events("open").size() == 1);
-    // The first backoff step is at most 0.75 s, so the delay is exactly the 30 s floor.
-    CHECK(agent.err().find("delay=30000ms") != std::string::npos);
+    // The first backoff step is at most 0.75 s, so the delay is exactly the 30 s floor. The agent
+    // logs the delay it chose as it schedules the reconnect.
+    CHECK_MESSAGE(
+        wait_until([&] { return agent.err().find("delay=30000ms") != std::string::npos; }, 10s),
+        agent.err());
+    // Without the floor a second attempt would come within 0.75 s: none may come in 2 s. This
+    // wait is what is tested, not a wait for something to happen.
+    CHECK_FALSE(wait_until(
+        [&] { return server.events("rejected").size() + server.events("open").size() > 1; }, 2s));
 }
 
 TEST_CASE("opamp: error_response Unavailable disconnects and comes back after retry_after") {
@@ -301,7 +306,11 @@ TEST_CASE("opamp: wss:// with the test CA connects; a wrong host name and an unt
     {
         Server wrong(dir, {"--tls-cert", tls.wrong_cert, "--tls-key", tls.wrong_key}, 0, "wrong");
         Driver agent(dir, wrong.wss_url(), {"--ca-file", tls.ca}, "wrong");
-        std::this_thread::sleep_for(3s);
+        // The agent gives up on the handshake and says why; then no upgrade may have happened.
+        CHECK_MESSAGE(
+            wait_until([&] { return agent.err().find("does not match host") != std::string::npos; },
+                       20s),
+            agent.err());
         CHECK(wrong.events("open").empty());
         CHECK(wrong.messages().empty());
         agent.stop();
@@ -310,7 +319,12 @@ TEST_CASE("opamp: wss:// with the test CA connects; a wrong host name and an unt
     {
         Server rogue(dir, {"--tls-cert", tls.rogue_cert, "--tls-key", tls.rogue_key}, 0, "rogue");
         Driver agent(dir, rogue.wss_url(), {"--ca-file", tls.ca}, "rogue");
-        std::this_thread::sleep_for(3s);
+        // The agent gives up on the handshake and says why; then no upgrade may have happened.
+        CHECK_MESSAGE(
+            wait_until(
+                [&] { return agent.err().find("certificate not trusted") != std::string::npos; },
+                20s),
+            agent.err());
         CHECK(rogue.events("open").empty());
         CHECK(rogue.messages().empty());
         agent.stop();
@@ -321,7 +335,7 @@ TEST_CASE("opamp: wss:// with the test CA connects; a wrong host name and an unt
 
 TEST_CASE("opamp: a server restarted 30 times in a row sees the agent stay within its backoff") {
     TempDir dir;
-    const int port = free_port();
+    const int port = reserve_port();
     std::optional<Server> server;
     server.emplace(dir, std::vector<std::string>{}, port);
     Driver agent(dir, "ws://127.0.0.1:" + std::to_string(port) + "/v1/opamp", {});
@@ -330,6 +344,7 @@ TEST_CASE("opamp: a server restarted 30 times in a row sees the agent stay withi
     for (int i = 0; i < 30; ++i) {
         server->stop();
         server.emplace(dir, std::vector<std::string>{}, port);
+        // Each server lives 300 ms: the pace of the restarts is the scenario, not a wait.
         std::this_thread::sleep_for(300ms);
     }
     agent.stop();

@@ -42,7 +42,7 @@ TEST_CASE("fake-otelcol: serves 200 or 503 on its health port and stops on TERM"
     Volume v;
     for (const std::string health : {"ok", "fail"}) {
         CAPTURE(health);
-        int port = free_port();
+        int port = reserve_port();
         SpawnOptions o;
         o.env["FAKE_OTELCOL_HEALTH_PORT"] = std::to_string(port);
         Process p = Process::spawn({v.release("1.0.0", "health=" + health)}, o);
@@ -58,7 +58,7 @@ TEST_CASE("fake-otelcol: serves 200 or 503 on its health port and stops on TERM"
 
 TEST_CASE("fake-otelcol: the health port comes from the config's health_check endpoint") {
     Volume v;
-    int port = free_port();
+    int port = reserve_port();
     std::string cfg = v.tmp / "config.yaml";
     write_file(cfg, "extensions:\n  health_check:\n    endpoint: 127.0.0.1:" +
                         std::to_string(port) + "\n");
@@ -74,6 +74,6 @@ TEST_CASE("fake-otelcol: exits on its own after exit_after, and ignore_term igno
     Process p = Process::spawn({v.release("1.0.0", "ignore_term=1")});
     CHECK(wait_until([&] { return p.err().find("running") != std::string::npos; }, 10s));
     p.signal(SIGTERM);
-    CHECK_FALSE(p.wait(500ms));
+    CHECK_FALSE(p.wait(500ms));  // still running: the wait is what is tested
     p.kill_now();
 }

@@ -1,97 +1,22 @@
+// The probe server's behaviour that does not depend on how fast the machine is. Cases that assert
+// durations are in probe_server_timing_test.cpp (suite `timing`).
 #include "health/probe_server.hpp"
 
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <future>
-#include <thread>
+#include <vector>
 
+#include "harness.hpp"
 #include "health/probes.hpp"
 #include "loop/loop.hpp"
-#include "harness.hpp"
+#include "probe_client.hpp"
 
 using namespace myr;
 using namespace myr::health;
+using namespace myr::health::test;
 using namespace std::chrono_literals;
-
-namespace {
-
-Probes fixed(bool live, bool ready) {
-    return Probes{[live] {
-                      return Answer{live, live ? "ok" : "stalled"};
-                  },
-                  [ready] {
-                      return Answer{ready, ready ? "ready" : "child not running"};
-                  }};
-}
-
-int connect_to(int port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-// Reads until the peer closes, `until` appears, or the timeout passes.
-std::string read_some(int fd, Duration timeout, const std::string& until = "") {
-    std::string out;
-    auto end = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < end) {
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 20) <= 0) continue;
-        char buf[4096];
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n <= 0) break;
-        out.append(buf, static_cast<size_t>(n));
-        if (!until.empty() && out.find(until) != std::string::npos) break;
-    }
-    return out;
-}
-
-// Sends `request` on a new connection and returns everything the server sent before closing.
-std::string round_trip(int port, const std::string& request) {
-    int fd = connect_to(port);
-    if (fd < 0) return "connect failed";
-    (void)!::write(fd, request.data(), request.size());
-    std::string r = read_some(fd, 5s);
-    ::close(fd);
-    return r;
-}
-
-// Runs `client` on a thread while the loop serves.
-template <class F>
-auto with_server(loop::Loop& loop, F client) {
-    auto fut = std::async(std::launch::async, client);
-    CHECK(loop.run_until(
-        [&] { return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }, 20s));
-    return fut.get();
-}
-
-struct Fixture {
-    loop::Loop loop;
-    std::unique_ptr<ProbeServer> server;
-    explicit Fixture(Probes p, ServerLimits l = {}) {
-        server = std::make_unique<ProbeServer>(loop, std::move(p), l);
-        REQUIRE(server->listen(config::HostPort{"127.0.0.1", 0}));
-        REQUIRE(server->port() > 0);
-    }
-    ~Fixture() {
-        server.reset();
-        CHECK(loop.close() == 0);
-    }
-};
-
-}  // namespace
 
 TEST_CASE("probe routing: paths, methods and answers") {
     auto p = fixed(true, false);
@@ -184,54 +109,57 @@ TEST_CASE("probe server: keep-alive serves one request after the other on one co
     CHECK(got[1].find("ready\n") != std::string::npos);
 }
 
-TEST_CASE("probe server: a slow client is cut at the request timeout and does not block others") {
+TEST_CASE("probe server: beyond the default 64 connections a new one is closed unanswered") {
     ServerLimits l;
-    l.request_timeout = Duration(500);
+    REQUIRE(l.max_connections == 64);  // the cap probe_server.hpp documents, tested as it ships
+    // No held connection may time out meanwhile: then a close can come from the cap alone.
+    l.request_timeout = 60s;
     Fixture f(fixed(true, true), l);
     int port = f.server->port();
-    auto got = with_server(f.loop, [port] {
-        int slow = connect_to(port);
-        (void)!::write(slow, "GET /hea", 8);
-        auto t0 = std::chrono::steady_clock::now();
-        std::string other = round_trip(port, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
-        auto fast_ms = std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - t0);
-        std::string slow_end = read_some(slow, 5s);  // "" once the server closes it
-        auto slow_ms = std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - t0);
-        ::close(slow);
-        return std::tuple{other, fast_ms, slow_end, slow_ms};
-    });
-    auto [other, fast_ms, slow_end, slow_ms] = got;
-    CHECK(other.find("200 OK") != std::string::npos);
-    CHECK(fast_ms < Duration(500));
-    CHECK(slow_end.empty());
-    CHECK(slow_ms >= Duration(400));
-    CHECK(slow_ms < Duration(4000));
-}
-
-TEST_CASE("probe server: connections beyond the cap are accepted and closed at once") {
-    ServerLimits l;
-    l.max_connections = 4;
-    Fixture f(fixed(true, true), l);
-    int port = f.server->port();
-    auto got = with_server(f.loop, [port] {
+    const std::string keep_alive = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    struct Seen {
+        int held_answered = 0;
+        Received extra;
+        bool held_still_served = false;
+        std::string after_one_left;
+    };
+    auto seen = with_server(f.loop, [&] {
+        Seen s;
+        // An answer on a connection shows the server accepted it and counts it.
         std::vector<int> held;
-        for (int i = 0; i < 4; ++i) held.push_back(connect_to(port));
-        std::this_thread::sleep_for(200ms);
+        for (int i = 0; i < 64; ++i) {
+            int fd = connect_to(port);
+            send_text(fd, keep_alive);
+            if (read_some(fd, 5s, "ok\n").find("200 OK") != std::string::npos) ++s.held_answered;
+            held.push_back(fd);
+        }
+        // The 65th asks too: beyond the cap it is closed without an answer. (Connection: close,
+        // so that a server that does answer it also closes it at once.)
         int extra = connect_to(port);
-        std::string r = read_some(extra, 3s);  // closed without an answer
-        bool extra_closed = true;
-        char c;
-        extra_closed = ::read(extra, &c, 1) == 0;
+        send_text(extra, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.extra = receive(extra, 20s);
         ::close(extra);
-        for (int fd : held) ::close(fd);
-        std::this_thread::sleep_for(200ms);
-        std::string after = round_trip(port, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
-        return std::tuple{r, extra_closed, after};
+        send_text(held.back(), keep_alive);
+        s.held_still_served =
+            read_some(held.back(), 5s, "ok\n").find("200 OK") != std::string::npos;
+        // Once the server has seen one of them go, a new connection is served again (it may
+        // take the server a moment to notice, so the first tries may still be closed).
+        ::close(held.front());
+        myr::test::wait_until(
+            [&] {
+                s.after_one_left =
+                    round_trip(port, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
+                return s.after_one_left.find("200 OK") != std::string::npos;
+            },
+            10s);
+        for (size_t i = 1; i < held.size(); ++i) ::close(held[i]);
+        return s;
     });
-    auto [r, extra_closed, after] = got;
-    CHECK(r.empty());
-    CHECK(extra_closed);
-    CHECK(after.find("200 OK") != std::string::npos);
+    CHECK(seen.held_answered == 64);
+    CHECK(seen.extra.closed);
+    CHECK(seen.extra.bytes.empty());
+    CHECK(seen.held_still_served);
+    CHECK(seen.after_one_left.find("200 OK") != std::string::npos);
 }
 
 TEST_CASE("probe server: listens on IPv6 loopback") {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
+#include "harness.hpp"
 #include "loop/loop.hpp"
 #include "proc/reaper.hpp"
 
@@ -35,6 +36,7 @@ TEST_CASE("child service: stop on purpose ends the child and nothing restarts it
         CHECK(child.state() == State::stopping);
         CHECK(loop.run_until([&] { return stopped; }, 10s));
         CHECK(child.state() == State::stopped);
+        // Six restart delays in which nothing may happen: the wait is what is tested.
         loop.run_until([] { return false; }, Duration(300));
         CHECK(child.state() == State::stopped);
         CHECK(child.starts() == 1);
@@ -63,12 +65,18 @@ TEST_CASE("child service: a child ignoring TERM is killed after stopTimeout") {
     {
         proc::Reaper reaper(loop);
         REQUIRE(reaper.start());
-        ChildService child(reaper, sh("trap '' TERM; while :; do sleep 0.05; done", Duration(300)),
-                           system_clock());
+        myr::test::TempDir dir;
+        // The file appears once the trap is set: a TERM before it would end the shell and the
+        // test would pass without the KILL.
+        std::string trapped = dir / "trapped";
+        ChildService child(
+            reaper,
+            sh("trap '' TERM; : > " + trapped + "; while :; do sleep 0.05; done", Duration(300)),
+            system_clock());
         bool started = false;
         child.start([&](Status st) { started = st.ok(); });
         REQUIRE(loop.run_until([&] { return started; }, 5s));
-        loop.run_until([] { return false; }, Duration(200));  // let the trap be set
+        REQUIRE(loop.run_until([&] { return myr::test::exists(trapped); }, 5s));
         bool stopped = false;
         child.stop([&](Status) { stopped = true; });
         CHECK(loop.run_until([&] { return stopped; }, 10s));
