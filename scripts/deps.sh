@@ -29,7 +29,7 @@ myr_need_node() {
     myr_need_pkgs nodejs npm
 }
 
-# --- packaging (tests/packaging, packaging/image/build.sh) ---------------------------------------
+# --- packaging (tests/integration/packaging, packaging/image/build.sh) ---------------------------------------
 # podman builds the images and runs the chart's pod (`kube play`); runc because crun refuses this
 # kind of machine's hybrid cgroups; catatonit is the pause process of podman's pods, built locally
 # since no pause image can be pulled.

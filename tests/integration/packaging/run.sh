@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs one packaging test (tests/packaging/meson.build) with what every one of them needs: helm
+# Runs one packaging test (tests/integration/packaging/meson.build) with what every one of them needs: helm
 # (pinned, from the cache that scripts/deps.sh fills; fetched now if the cache is empty) and the
 # podman settings of this kind of machine. The test's own exit status is passed on.
 #
@@ -9,7 +9,7 @@
 #   run.sh pod                 the chart's pod under podman kube play
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-src=${MYRIARCH_SOURCE_DIR:-$(cd "$here/../.." && pwd)}
+src=${MYRIARCH_SOURCE_DIR:-$(cd "$here/../../.." && pwd)}
 . "$src/scripts/deps.sh"
 
 if [ -z "${MYR_HELM:-}" ] || [ ! -x "$MYR_HELM" ]; then

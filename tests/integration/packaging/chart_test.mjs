@@ -1,4 +1,4 @@
-// The chart's rules, checked on what real helm renders (tests/packaging/meson.build runs one part
+// The chart's rules, checked on what real helm renders (tests/integration/packaging/meson.build runs one part
 // per meson test):
 //
 //   node chart_test.mjs rules       every rule of container mode over a matrix of values
@@ -6,7 +6,7 @@
 //   node chart_test.mjs k8s         every rendered object against the Kubernetes API schemas,
 //                                   and Pod Security "restricted" on every container
 //   node chart_test.mjs validate    each rendered updater.yaml through `myriarch-updater validate`
-//   node chart_test.mjs golden      two rendered examples against tests/packaging/golden/
+//   node chart_test.mjs golden      two rendered examples against tests/integration/packaging/golden/
 //                                   (MYR_UPDATE_GOLDEN=1 rewrites them)
 //   node chart_test.mjs readme      the chart README's values table against the schema
 //
@@ -25,16 +25,16 @@ let podSecurity;
 try {
   YAML = await import("yaml");
 } catch (e) {
-  console.log(`MYR-SKIP: chart ${process.argv[2]}: npm packages missing in tests/packaging (${e.code}); run npm install there`);
+  console.log(`MYR-SKIP: chart ${process.argv[2]}: npm packages missing in tests/integration/packaging (${e.code}); run npm install there`);
   process.exit(77);
 }
 podSecurity = await import("./pod_security.mjs");
 
-const src = process.env.MYRIARCH_SOURCE_DIR || path.resolve(here, "../..");
+const src = process.env.MYRIARCH_SOURCE_DIR || path.resolve(here, "../../..");
 const chart = path.join(src, "packaging/helm/myriarch-collector");
 const helm = process.env.MYR_HELM;
 if (!helm) {
-  console.error("MYR_HELM is not set: run through meson (tests/packaging/run.sh finds helm)");
+  console.error("MYR_HELM is not set: run through meson (tests/integration/packaging/run.sh finds helm)");
   process.exit(1);
 }
 const trustedRootFile = path.join(here, "fixtures/trusted_root.json");
@@ -568,7 +568,7 @@ async function partReadme() {
   const rows = schemaRows(chart);
   const table = await generate(chart);
   check(readme.includes(table), "README.md's values table is the one generated from values.schema.json and values.yaml " +
-    "(regenerate: node tests/packaging/chart_readme.mjs --write)");
+    "(regenerate: node tests/integration/packaging/chart_readme.mjs --write)");
   // Every value in values.yaml has a schema entry, and every schema entry is in the table.
   const values = YAML.parse(fs.readFileSync(path.join(chart, "values.yaml"), "utf8"));
   const known = new Set(rows.map((r) => r.key));
