@@ -190,6 +190,14 @@ for p in /healthz /readyz; do
     answer=$(probe "$p")
     [[ "$answer" == *" 200" ]] && ok "GET $p on :$health_port -> $answer" || bad "GET $p -> $answer"
 done
+# Memory as the kernel counts it (docs/container-mode.md quotes these figures; the supervisor and
+# the collector are stand-ins, only the updater's figure is the product's).
+updater_hwm=$(proc_field "$pid" VmHWM | awk '{print $1}')
+for p in "$pid" "$child" "$grandchild"; do
+    echo "    memory: $(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-60): VmRSS $(proc_field "$p" VmRSS), peak VmHWM $(proc_field "$p" VmHWM)"
+done
+[ "${updater_hwm:-999999}" -lt 32768 ] && ok "the updater's peak RSS is ${updater_hwm} kB" ||
+    bad "the updater's peak RSS is ${updater_hwm} kB, over 32 MiB"
 # The volume after the first start.
 binaries=$(vol "binaries-$pod")
 storage=$(vol "supervisor-storage-$pod")
