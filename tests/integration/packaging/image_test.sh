@@ -9,6 +9,9 @@ src=$MYRIARCH_SOURCE_DIR
 bin=${MYRIARCH_BIN:?}
 tag=localhost/myriarch-updater:packaging-test
 fail=0
+scratch=$(mktemp -d)
+# Earlier builds of the same tag leave dangling images behind: drop them on the way out.
+trap 'rm -rf "$scratch"; podman image prune -f >/dev/null 2>&1' EXIT
 ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fail=1; }
 
@@ -37,13 +40,11 @@ podman image unmount "$tag" >/dev/null
 
 # It runs, in an empty root, as 65532: install-self writes a file owned by 65532 into a directory
 # that 65532 owns, and cannot write into one that only root may write.
-if podman run --rm "$tag" version >"$MYRIARCH_BUILD_DIR/packaging/image-version.txt" 2>&1; then
-    ok "runs: $(head -1 "$MYRIARCH_BUILD_DIR/packaging/image-version.txt")"
+if podman run --rm "$tag" version >"$scratch/version.txt" 2>&1; then
+    ok "runs: $(head -1 "$scratch/version.txt")"
 else
-    bad "podman run $tag version: $(cat "$MYRIARCH_BUILD_DIR/packaging/image-version.txt")"
+    bad "podman run $tag version: $(cat "$scratch/version.txt")"
 fi
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
 mkdir "$scratch/mine" "$scratch/roots"
 chown 65532:65532 "$scratch/mine"
 if podman run --rm -v "$scratch/mine:/out" "$tag" install-self /out >/dev/null 2>&1 &&

@@ -18,7 +18,6 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/podman_env.sh"
 src=$MYRIARCH_SOURCE_DIR
-build=$MYRIARCH_BUILD_DIR
 work=$(mktemp -d /tmp/myr-pod-test.XXXXXX)
 tag=packaging-test
 updater_image=localhost/myriarch-updater:$tag
@@ -45,6 +44,7 @@ cleanup() {
     podman volume rm -f "binaries-$pod" "supervisor-storage-$pod" >/dev/null 2>&1
     podman volume rm -f "$release-myriarch-collector" "$release-myriarch-collector-trusted-root" >/dev/null 2>&1
     podman secret rm "$secret" >/dev/null 2>&1
+    podman image prune -f >/dev/null 2>&1  # earlier builds of the same tags
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
     [ "$fail" = 0 ] && rm -rf "$work" || echo "(kept $work)"
 }
