@@ -124,7 +124,10 @@ wait_ready() {
     return 1
 }
 play() {  # yaml
-    if ! podman kube play "$1" >"$work/play.log" 2>&1; then
+    # --build=false and a cwd of our own: kube play otherwise builds an image from any directory
+    # in the cwd named like the image (meson runs tests in the build directory, which has a file
+    # myriarch-updater, and podman then fails on myriarch-updater/Containerfile).
+    if ! (cd "$work" && podman kube play --build=false "$1") >"$work/play.log" 2>&1; then
         bad "podman kube play $1:"; sed 's/^/    /' "$work/play.log"; return 1
     fi
     if ! wait_ready; then
