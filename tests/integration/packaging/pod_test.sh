@@ -177,7 +177,9 @@ child=$(pgrep -P "$pid" | head -1)
 child_cmd=$(tr '\0' ' ' <"/proc/$child/cmdline" 2>/dev/null)
 [[ "$child_cmd" == "/usr/local/bin/opampsupervisor --config=/etc/myriarch/config/supervisor.yaml "* ]] &&
     ok "child of PID 1: $child_cmd" || bad "child of PID 1 runs '$child_cmd'"
-grandchild=$(pgrep -P "$child" | head -1)
+# /readyz says the supervisor runs; it starts the collector a moment later.
+grandchild=""
+for _ in $(seq 50); do grandchild=$(pgrep -P "$child" | head -1); [ -n "$grandchild" ] && break; sleep 0.1; done
 agent_exe=$(readlink "/proc/$grandchild/exe" 2>/dev/null)
 [ "$agent_exe" = /var/lib/myriarch/collector/versions/0.116.0/otelcol-contrib ] &&
     ok "the supervisor runs the collector from the claim: $agent_exe" || bad "the supervisor's child runs '$agent_exe'"
@@ -211,7 +213,13 @@ cp "$storage/persistent_state.yaml" "$work/identity1.yaml" 2>/dev/null || bad "n
 cp "$binaries/state/instance_uid" "$work/updater-uid1" 2>/dev/null || bad "no updater instance uid on the binaries claim"
 grep -q '"source":"image"' "$work/marker1.json" && ok "marker: $(cat "$work/marker1.json")" || bad "marker: $(cat "$work/marker1.json")"
 # OpAMP: the updater reached the server with the token of the chart's Secret and the pod's name.
-for _ in $(seq 50); do grep -q '"non_identifying"' "$work/opamp.jsonl" 2>/dev/null && break; sleep 0.2; done
+# The first report may precede the supervisor's persistent_state.yaml; the updater samples the
+# file and reports the collector's uid when it appears, so wait for that report (heartbeat 5 s).
+collector_uid=$(sed -n 's/^instance_id:[[:space:]]*//p' "$work/identity1.yaml")
+for _ in $(seq 100); do
+    grep -q "\"dev.myriarch.collector.instance_uid\":\"$collector_uid\"" "$work/opamp.jsonl" 2>/dev/null && break
+    sleep 0.2
+done
 node - "$work/opamp.jsonl" "$token" "$pod" "$work/identity1.yaml" <<'JS' || fail=1
 const fs = require("fs");
 const [file, token, pod, identity] = process.argv.slice(2);
@@ -219,13 +227,13 @@ const lines = fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) 
 const open = lines.find((m) => m.event === "open");
 const msg = lines.find((m) => m.event === "message" && m.non_identifying);
 const collectorUid = (fs.readFileSync(identity, "utf8").match(/instance_id:\s*(\S+)/) || [])[1];
+const reportsUid = lines.some((m) => m.non_identifying && m.non_identifying["dev.myriarch.collector.instance_uid"] === collectorUid);
 const checks = [
   [open && open.authorization === `Bearer ${token}`, `OpAMP connection carries the Secret's token (${open && open.authorization})`],
   [msg && msg.non_identifying["host.name"] === pod, `host.name is the pod name (${msg && msg.non_identifying["host.name"]})`],
   [msg && msg.non_identifying["dev.myriarch.updater.install_method"] === "container", "install_method container"],
   [msg && msg.non_identifying["dev.myriarch.updater.image_collector_version"] === "0.116.0", "image_collector_version 0.116.0"],
-  [msg && msg.non_identifying["dev.myriarch.collector.instance_uid"] === collectorUid,
-    `collector instance uid from the storage claim (${collectorUid})`],
+  [collectorUid && reportsUid, `collector instance uid from the storage claim (${collectorUid})`],
   [msg && msg.health && msg.health.healthy === true, `health: ${msg && JSON.stringify(msg.health && msg.health.status)}`],
 ];
 let bad = 0;
