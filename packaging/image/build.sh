@@ -51,7 +51,8 @@ source_url=${MYR_IMAGE_SOURCE:-$(git -C "$root" config --get remote.origin.url 2
 source_url=${source_url:-https://github.com/myriarch/myriarch-updater}
 
 echo "== podman build $tag" >&2
-podman build --quiet --file "$here/Containerfile" --tag "$tag" \
+# Without --layers=false each LABEL leaves a cached intermediate image behind, dangling.
+podman build --quiet --layers=false --file "$here/Containerfile" --tag "$tag" \
     --build-arg VERSION="$version" --build-arg REVISION="$revision" \
     --build-arg SOURCE="$source_url" \
     --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
