@@ -1,7 +1,8 @@
 // The chart's rules, checked on what real helm renders (tests/integration/packaging/meson.build runs one part
 // per meson test):
 //
-//   node chart_test.mjs rules       every rule of container mode over a matrix of values
+//   node chart_test.mjs rules       every rule of container mode over a matrix of values, and
+//                                   what NOTES.txt says after `helm install`
 //   node chart_test.mjs failures    what must not render: each failure and its message
 //   node chart_test.mjs k8s         every rendered object against the Kubernetes API schemas,
 //                                   and Pod Security "restricted" on every container
@@ -380,6 +381,23 @@ function partRules() {
   check(!("runAsUser" in os_), "[openshift] a runAsUser value is still left to the SCC");
   const merged = render(matrix["config-merged"]).configYaml("collector.yaml");
   eq(merged.service.extensions.sort(), ["health_check", "pprof"], "[config-merged] health_check stays next to pprof");
+  // NOTES.txt, as `helm install` prints it: the grace period, the profile, the warning when
+  // verification is off, and nothing of container mode outside it.
+  const notes = (opts) => {
+    const args = helmArgs(opts);
+    args.splice(0, 2, "install", "r");
+    const r = spawnSync(helm, [...args, "--dry-run=client"], { encoding: "utf8" });
+    return r.status === 0 ? r.stdout.slice(r.stdout.indexOf("NOTES:")) : `helm install --dry-run failed: ${r.stderr}`;
+  };
+  const n1 = notes(matrix.standard);
+  check(/terminationGracePeriodSeconds: 360 /.test(n1) && /Security profile: standard\./.test(n1) && !/WARNING/.test(n1),
+    `[standard] NOTES: grace 360, profile, no warning:\n${n1}`);
+  const n2 = notes(matrix["verification-off"]);
+  check(/WARNING: containerMode\.requireSignature is false/.test(n2), `[verification-off] NOTES warn:\n${n2}`);
+  const n3 = notes(matrix["custom-grace"]);
+  check(/terminationGracePeriodSeconds: 930 /.test(n3), `[custom-grace] NOTES: grace 930:\n${n3}`);
+  const n4 = notes(plainMatrix["plain-daemonset"]);
+  check(/the collector as a daemonset/.test(n4) && !/container mode/.test(n4), `[plain-daemonset] NOTES:\n${n4}`);
   // Outside container mode: the three kinds, no init containers, no claims.
   for (const [name, opts] of Object.entries(plainMatrix)) {
     const r = render(opts);
