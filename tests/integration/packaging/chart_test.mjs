@@ -1,5 +1,5 @@
-// The chart's rules, checked on what real helm renders (tests/integration/packaging/meson.build runs one part
-// per meson test):
+// The chart's rules, checked on what real helm renders (meson.build here runs one part per meson
+// test):
 //
 //   node chart_test.mjs rules       every rule of container mode over a matrix of values, and
 //                                   what NOTES.txt says after `helm install`
