@@ -275,8 +275,15 @@ std::optional<WallTime> parse_http_date(std::string_view v) {
     tm.tm_hour = hh;
     tm.tm_min = mm;
     tm.tm_sec = ss;
-    const time_t t = timegm(&tm);
+    time_t t = timegm(&tm);
     if (t == static_cast<time_t>(-1)) return std::nullopt;
+    // The wall clock counts nanoseconds in 64 bits, which ends in the year 2262: a later date
+    // (any four-digit year is allowed) is held at that end instead of overflowing the conversion.
+    const auto last = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::duration::max())
+                          .count() -
+                      1;
+    if (t > last) t = static_cast<time_t>(last);
     return std::chrono::system_clock::from_time_t(t);
 }
 
