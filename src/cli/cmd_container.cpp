@@ -23,6 +23,7 @@
 #include "health/probe_server.hpp"
 #include "health/probes.hpp"
 #include "loop/loop.hpp"
+#include "loop/uv_scheduler.hpp"
 #include "opamp/ws_transport.hpp"
 #include "proc/reaper.hpp"
 #include "service/child_service.hpp"
@@ -73,12 +74,13 @@ class ContainerProcess {
     ContainerProcess(loop::Loop& loop, const config::Config& cfg)
         : loop_(loop),
           cfg_(cfg),
+          sched_(loop.get()),
           reaper_(loop),
-          heartbeat_(loop, system_clock()),
-          child_(reaper_, child_settings(*cfg.container), system_clock()),
+          heartbeat_(sched_),
+          child_(reaper_, sched_, child_settings(*cfg.container)),
           readiness_([this] { return child_.state() == service::State::running; },
                      [this] { return child_.describe(); }),
-          status_(loop, child_) {}
+          status_(sched_, child_) {}
 
     int run() {
         MYR_TRY_EXIT(install_signals());
@@ -92,7 +94,7 @@ class ContainerProcess {
         // The work may still be running when a TERM ends the loop; its completion then runs while
         // the loop is closed, after this object is gone, and must not touch it.
         std::weak_ptr<bool> alive = alive_;
-        prepare_volume(loop_, reaper_, cfg_, alive, [this, alive](Result<VolumeState> vol) {
+        prepare_volume(sched_, reaper_, cfg_, alive, [this, alive](Result<VolumeState> vol) {
             if (alive.expired() || shutting_down_) return;
             if (!vol) {
                 log::error("volume preparation failed", {{"error", vol.error().message()}});
@@ -135,7 +137,7 @@ class ContainerProcess {
         }
         health::Probes p{[this] { return heartbeat_.answer(); },
                          [this] { return readiness_.answer(); }};
-        probes_ = std::make_unique<health::ProbeServer>(loop_, std::move(p));
+        probes_ = std::make_unique<health::ProbeServer>(loop_, sched_, std::move(p));
         return probes_->listen(*listen);
     }
 
@@ -191,6 +193,7 @@ class ContainerProcess {
 
     loop::Loop& loop_;
     const config::Config& cfg_;
+    loop::UvScheduler sched_;
     proc::Reaper reaper_;
     health::Heartbeat heartbeat_;
     service::ChildService child_;

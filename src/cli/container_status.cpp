@@ -13,8 +13,8 @@ uint64_t now_unix_nano() {
 
 }  // namespace
 
-ContainerStatus::ContainerStatus(loop::Loop& loop, const service::ChildService& child)
-    : child_(child), timer_(loop) {
+ContainerStatus::ContainerStatus(loop::Scheduler& sched, const service::ChildService& child)
+    : child_(child), timer_(sched.timer()) {
     health_.healthy = false;
     health_.status = "starting: preparing the collector volume";
     health_.status_time_unix_nano = now_unix_nano();
@@ -27,8 +27,7 @@ void ContainerStatus::set_volume(const VolumeState& v) {
 
 void ContainerStatus::start_sampling() {
     sample();
-    timer_.start(
-        std::chrono::seconds(1), [this] { sample(); }, std::chrono::seconds(1));
+    timer_->start_repeating(std::chrono::seconds(1), [this] { sample(); });
 }
 
 void ContainerStatus::sample() {

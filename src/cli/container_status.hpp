@@ -7,10 +7,11 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "cli/container_volume.hpp"
-#include "loop/loop.hpp"
+#include "loop/scheduler.hpp"
 #include "opamp/providers.hpp"
 #include "service/child_service.hpp"
 
@@ -18,7 +19,7 @@ namespace myr::cli {
 
 class ContainerStatus : public opamp::StatusProvider {
   public:
-    ContainerStatus(loop::Loop& loop, const service::ChildService& child);
+    ContainerStatus(loop::Scheduler& sched, const service::ChildService& child);
 
     // Seeding is done: the versions are known from now on.
     void set_volume(const VolumeState& v);
@@ -38,7 +39,7 @@ class ContainerStatus : public opamp::StatusProvider {
     opamp::ComponentHealth health_;
     service::State last_state_ = service::State::stopped;
     pid_t last_pid_ = -1;
-    loop::Timer timer_;
+    std::unique_ptr<loop::Timer> timer_;
     std::function<void()> on_change_;
 };
 

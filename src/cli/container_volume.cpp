@@ -57,9 +57,8 @@ void finish(const std::shared_ptr<Preparation>& p) {
     p->done(VolumeState{o.image_version, o.active_version, o.previous_version});
 }
 
-void seed_on_work_queue(loop::Loop& loop, const std::shared_ptr<Preparation>& p) {
-    loop::post_work(
-        loop,
+void seed_on_work_queue(loop::Scheduler& sched, const std::shared_ptr<Preparation>& p) {
+    sched.post_work(
         [p] {
             auto r = journal::seed(*p->volume, *p->journal, p->seed_input);
             if (!r) {
@@ -77,13 +76,13 @@ void seed_on_work_queue(loop::Loop& loop, const std::shared_ptr<Preparation>& p)
 
 // `seedBinary --version` on the loop; its result feeds the seeding decision either way, since a
 // failure is a row of the precedence table (keep an intact active version), not an error here.
-void probe_image_version(loop::Loop& loop, proc::Reaper& reaper,
+void probe_image_version(loop::Scheduler& sched, proc::Reaper& reaper,
                          const std::shared_ptr<Preparation>& p) {
     const std::string& seed = p->cfg->container->seed_binary;
     proc::CaptureOptions opts;
     opts.timeout = kSeedVersionTimeout;
-    proc::run_capture(reaper, {seed, "--version"}, opts,
-                      [&loop, p, seed](Result<proc::Captured> r) {
+    proc::run_capture(reaper, sched, {seed, "--version"}, opts,
+                      [&sched, p, seed](Result<proc::Captured> r) {
                           if (p->alive.expired()) return;
                           journal::SeedInput& in = p->seed_input;
                           in.image_path = seed;
@@ -103,13 +102,13 @@ void probe_image_version(loop::Loop& loop, proc::Reaper& reaper,
                                              {"output", r->output.substr(0, 200)}});
                               }
                           }
-                          seed_on_work_queue(loop, p);
+                          seed_on_work_queue(sched, p);
                       });
 }
 
 }  // namespace
 
-void prepare_volume(loop::Loop& loop, proc::Reaper& reaper, const config::Config& cfg,
+void prepare_volume(loop::Scheduler& sched, proc::Reaper& reaper, const config::Config& cfg,
                     std::weak_ptr<bool> alive, std::function<void(Result<VolumeState>)> done) {
     auto p = std::make_shared<Preparation>();
     p->cfg = &cfg;
@@ -117,8 +116,7 @@ void prepare_volume(loop::Loop& loop, proc::Reaper& reaper, const config::Config
     p->done = std::move(done);
     log::info("volume: recovering",
               {{"install_dir", cfg.collector.install_dir}, {"state_dir", cfg.collector.state_dir}});
-    loop::post_work(
-        loop,
+    sched.post_work(
         [p] {
             auto vol = store::Volume::open(p->cfg->collector.install_dir, p->cfg->collector.binary);
             if (!vol) {
@@ -139,12 +137,12 @@ void prepare_volume(loop::Loop& loop, proc::Reaper& reaper, const config::Config
             }
             p->recovery = std::move(rec.value());
         },
-        [&loop, &reaper, p](bool cancelled) {
+        [&sched, &reaper, p](bool cancelled) {
             if (p->alive.expired()) return;  // the loop is being closed after a shutdown
             if (cancelled) p->error = Error("recovery: cancelled by shutdown");
             if (p->error) return finish(p);
             log_recovery(p->recovery);
-            probe_image_version(loop, reaper, p);
+            probe_image_version(sched, reaper, p);
         });
 }
 

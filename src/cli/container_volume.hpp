@@ -14,7 +14,7 @@
 
 #include "config/config.hpp"
 #include "core/result.hpp"
-#include "loop/loop.hpp"
+#include "loop/scheduler.hpp"
 #include "proc/reaper.hpp"
 
 namespace myr::cli {
@@ -32,7 +32,7 @@ inline constexpr Duration kSeedVersionTimeout = std::chrono::seconds(30);
 // fail (nothing is active and the image binary is unusable, or the volume cannot be written).
 // `alive` expires when the caller (owner of `reaper` and `cfg`) is gone: a work-queue job that
 // finishes while the loop is being closed after a TERM then touches nothing but its own state.
-void prepare_volume(loop::Loop& loop, proc::Reaper& reaper, const config::Config& cfg,
+void prepare_volume(loop::Scheduler& sched, proc::Reaper& reaper, const config::Config& cfg,
                     std::weak_ptr<bool> alive, std::function<void(Result<VolumeState>)> done);
 
 }  // namespace myr::cli

@@ -16,7 +16,9 @@
 #include "config/config.hpp"
 #include "core/result.hpp"
 #include "health/probes.hpp"
+#include "loop/handle.hpp"
 #include "loop/loop.hpp"
+#include "loop/scheduler.hpp"
 
 namespace myr::health {
 
@@ -40,7 +42,7 @@ struct ServerLimits {
 
 class ProbeServer {
   public:
-    ProbeServer(loop::Loop& loop, Probes probes, ServerLimits limits = {});
+    ProbeServer(loop::Loop& loop, loop::Scheduler& sched, Probes probes, ServerLimits limits = {});
     ~ProbeServer();
     ProbeServer(const ProbeServer&) = delete;
     ProbeServer& operator=(const ProbeServer&) = delete;
@@ -53,12 +55,13 @@ class ProbeServer {
     struct Conn;  // one client connection (probe_server.cpp)
 
   private:
-    static void on_connection(uv_stream_t* server, int status);
+    static void on_connection(uv_stream_t* server, int status) noexcept;
 
     loop::Loop& loop_;
+    loop::Scheduler& sched_;
     Probes probes_;
     ServerLimits limits_;
-    uv_tcp_t* listener_ = nullptr;
+    loop::Handle<uv_tcp_t> listener_;
     int port_ = 0;
     std::set<Conn*> conns_;
 

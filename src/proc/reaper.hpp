@@ -19,6 +19,7 @@
 
 #include "core/result.hpp"
 #include "loop/loop.hpp"
+#include "loop/scheduler.hpp"
 #include "proc/spawn.hpp"
 
 namespace myr::proc {
@@ -77,7 +78,7 @@ using CaptureCallback = std::function<void(Result<Captured>)>;
 // At the timeout its process group gets SIGKILL and the result is an error ("timed out after 10s").
 // An exec failure is an error naming errno. A non-zero exit is NOT an error: look at the status.
 // The callback runs exactly once, on the loop, never from inside this call.
-void run_capture(Reaper& reaper, const std::vector<std::string>& argv, const CaptureOptions& opts,
-                 CaptureCallback callback);
+void run_capture(Reaper& reaper, loop::Scheduler& sched, const std::vector<std::string>& argv,
+                 const CaptureOptions& opts, CaptureCallback callback);
 
 }  // namespace myr::proc

@@ -27,14 +27,14 @@ const char* to_string(State s) {
     return "?";
 }
 
-ChildService::ChildService(proc::Reaper& reaper, ChildSettings settings, const Clock& clock)
+ChildService::ChildService(proc::Reaper& reaper, loop::Scheduler& sched, ChildSettings settings)
     : reaper_(reaper),
+      sched_(sched),
       settings_(std::move(settings)),
-      policy_(settings_.restart, clock),
-      restart_timer_(reaper.loop()),
-      kill_timer_(reaper.loop()),
-      group_poll_(reaper.loop()),
-      defer_timer_(reaper.loop()) {}
+      policy_(settings_.restart, sched),
+      restart_timer_(sched.timer()),
+      kill_timer_(sched.timer()),
+      group_poll_(sched.timer()) {}
 
 ChildService::~ChildService() = default;
 
@@ -65,7 +65,7 @@ std::string ChildService::describe() const {
         case Phase::running:
             return "child running (pid " + std::to_string(pid_) + ")";
         case Phase::backoff: {
-            long long ms = restart_timer_.remaining().count();
+            long long ms = restart_timer_->remaining().count();
             return "child not running: restarting in " + std::to_string((ms + 999) / 1000) + "s";
         }
         case Phase::stopping:
@@ -76,13 +76,7 @@ std::string ChildService::describe() const {
 
 void ChildService::later(Done done, Status st) {
     if (!done) return;
-    deferred_.emplace_back(std::move(done), std::move(st));
-    if (defer_timer_.active()) return;
-    defer_timer_.start(Duration(0), [this] {
-        auto batch = std::move(deferred_);
-        deferred_.clear();
-        for (auto& [cb, st] : batch) cb(st);
-    });
+    sched_.post(guard_.bind([done = std::move(done), st = std::move(st)] { done(st); }));
 }
 
 void ChildService::start(Done done) {
@@ -92,7 +86,7 @@ void ChildService::start(Done done) {
         case Phase::stopping:
             return later(std::move(done), fail("start child: it is still stopping"));
         case Phase::backoff:
-            restart_timer_.stop();
+            restart_timer_->stop();
             break;
         case Phase::idle:
             break;
@@ -166,7 +160,7 @@ void ChildService::unexpected_end() {
     log::info("restart scheduled", {{"delay", format_duration(d.delay)},
                                     {"delay_ms", static_cast<long long>(d.delay.count())},
                                     {"recent_ends", d.recent_ends}});
-    restart_timer_.start(d.delay, [this] { launch(nullptr); });
+    restart_timer_->start(d.delay, [this] { launch(nullptr); });
 }
 
 void ChildService::stop(Done done) {
@@ -174,7 +168,7 @@ void ChildService::stop(Done done) {
         case Phase::idle:
             return later(std::move(done), {});
         case Phase::backoff:
-            restart_timer_.stop();
+            restart_timer_->stop();
             phase_ = Phase::idle;
             log::info("child stopped", {{"reason", "stopped during restart backoff"}});
             return later(std::move(done), {});
@@ -191,7 +185,7 @@ void ChildService::stop(Done done) {
     log::info(
         "stopping child",
         {{"pid", pid_}, {"signal", "TERM"}, {"timeout", format_duration(settings_.stop_timeout)}});
-    kill_timer_.start(settings_.stop_timeout, [this] {
+    kill_timer_->start(settings_.stop_timeout, [this] {
         killed_ = true;
         ::kill(-pid_, SIGKILL);
         log::warn("child did not stop in time, killed", {{"pid", pid_}, {"signal", "KILL"}});
@@ -205,12 +199,12 @@ void ChildService::wait_for_group() {
     errno = 0;
     bool group_left = ::kill(-pid_, 0) == 0;
     if (!group_left || killed_) return finish_stop();
-    group_poll_.start(Duration(50), [this] { wait_for_group(); });
+    group_poll_->start(Duration(50), [this] { wait_for_group(); });
 }
 
 void ChildService::finish_stop() {
-    kill_timer_.stop();
-    group_poll_.stop();
+    kill_timer_->stop();
+    group_poll_->stop();
     phase_ = Phase::idle;
     log::info("child stopped", {{"pid", pid_}});
     auto waiters = std::move(stop_waiters_);

@@ -14,10 +14,11 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "loop/loop.hpp"
+#include "loop/scheduler.hpp"
 #include "proc/reaper.hpp"
 #include "service/restart_policy.hpp"
 #include "service/service_controller.hpp"
@@ -32,7 +33,7 @@ struct ChildSettings {
 
 class ChildService : public ServiceController {
   public:
-    ChildService(proc::Reaper& reaper, ChildSettings settings, const Clock& clock);
+    ChildService(proc::Reaper& reaper, loop::Scheduler& sched, ChildSettings settings);
     ~ChildService() override;
 
     bool exists() const override { return true; }
@@ -62,6 +63,7 @@ class ChildService : public ServiceController {
     void later(Done done, Status st);
 
     proc::Reaper& reaper_;
+    loop::Scheduler& sched_;
     ChildSettings settings_;
     RestartPolicy policy_;
     Phase phase_ = Phase::idle;
@@ -69,11 +71,10 @@ class ChildService : public ServiceController {
     uint32_t starts_ = 0;
     bool leader_gone_ = false;
     bool killed_ = false;
-    loop::Timer restart_timer_;
-    loop::Timer kill_timer_;
-    loop::Timer group_poll_;
-    loop::Timer defer_timer_;
-    std::vector<std::pair<Done, Status>> deferred_;
+    std::unique_ptr<loop::Timer> restart_timer_;
+    std::unique_ptr<loop::Timer> kill_timer_;
+    std::unique_ptr<loop::Timer> group_poll_;
+    loop::Guard guard_;
     std::vector<Done> stop_waiters_;
     std::function<void(const std::string&)> give_up_;
 };

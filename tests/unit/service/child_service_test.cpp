@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include "loop/loop.hpp"
+#include "loop/uv_scheduler.hpp"
 #include "proc/reaper.hpp"
 
 using namespace myr;
@@ -23,9 +24,10 @@ ChildSettings sh(const std::string& script, Duration stop_timeout = 2s) {
 TEST_CASE("child service: stop on purpose ends the child and nothing restarts it") {
     loop::Loop loop;
     {
+        loop::UvScheduler sched(loop.get());
         proc::Reaper reaper(loop);
         REQUIRE(reaper.start());
-        ChildService child(reaper, sh("exec sleep 30"), system_clock());
+        ChildService child(reaper, sched, sh("exec sleep 30"));
         bool started = false;
         child.start([&](Status st) { started = st.ok(); });
         CHECK(loop.run_until([&] { return started; }, 5s));
@@ -45,9 +47,10 @@ TEST_CASE("child service: stop on purpose ends the child and nothing restarts it
 TEST_CASE("child service: an unexpected end restarts, and the crash loop gives up") {
     loop::Loop loop;
     {
+        loop::UvScheduler sched(loop.get());
         proc::Reaper reaper(loop);
         REQUIRE(reaper.start());
-        ChildService child(reaper, sh("exit 3"), system_clock());
+        ChildService child(reaper, sched, sh("exit 3"));
         std::string reason;
         child.on_give_up([&](const std::string& r) { reason = r; });
         child.start([](Status) {});
@@ -61,10 +64,11 @@ TEST_CASE("child service: an unexpected end restarts, and the crash loop gives u
 TEST_CASE("child service: a child ignoring TERM is killed after stopTimeout") {
     loop::Loop loop;
     {
+        loop::UvScheduler sched(loop.get());
         proc::Reaper reaper(loop);
         REQUIRE(reaper.start());
-        ChildService child(reaper, sh("trap '' TERM; while :; do sleep 0.05; done", Duration(300)),
-                           system_clock());
+        ChildService child(reaper, sched,
+                           sh("trap '' TERM; while :; do sleep 0.05; done", Duration(300)));
         bool started = false;
         child.start([&](Status st) { started = st.ok(); });
         REQUIRE(loop.run_until([&] { return started; }, 5s));
@@ -80,11 +84,12 @@ TEST_CASE("child service: a child ignoring TERM is killed after stopTimeout") {
 TEST_CASE("child service: start during backoff starts at once; environment is ours") {
     loop::Loop loop;
     {
+        loop::UvScheduler sched(loop.get());
         proc::Reaper reaper(loop);
         REQUIRE(reaper.start());
         auto s = sh("exit 1");
         s.restart.restart_delay = 60s;
-        ChildService child(reaper, s, system_clock());
+        ChildService child(reaper, sched, s);
         child.start([](Status) {});
         CHECK(loop.run_until([&] { return child.state() == State::starting; }, 5s));
         CHECK(child.describe().find("restarting in") != std::string::npos);
