@@ -144,8 +144,8 @@ class ContainerProcess {
     // The updater's own OpAMP agent. Packages are answered by UnavailableInstaller until the
     // update pipeline lands; versions and health come from seeding and the child (status_).
     void connect_opamp() {
-        auto agent =
-            opamp::make_agent(loop_.get(), cfg_, build_info::version(), status_, installer_);
+        auto agent = opamp::make_agent(loop_.get(), sched_, cfg_, build_info::version(), status_,
+                                       installer_);
         if (!agent) {
             // The collector keeps running without the fleet server: losing the connection must
             // never cost the site its telemetry.

@@ -15,6 +15,7 @@
 #include "config/config.hpp"
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "loop/scheduler.hpp"
 #include "net/http_response.hpp"
 
 namespace myr::net {
@@ -51,7 +52,8 @@ class HttpClient {
         std::function<void(Result<HttpResponse>)> on_done;
     };
 
-    HttpClient(uv_loop_t* loop, HttpRequest request, HttpOptions options, Handlers handlers);
+    HttpClient(uv_loop_t* loop, loop::Scheduler& sched, HttpRequest request, HttpOptions options,
+               Handlers handlers);
     ~HttpClient();
     HttpClient(const HttpClient&) = delete;
     HttpClient& operator=(const HttpClient&) = delete;

@@ -3,7 +3,8 @@
 // The owner sees plaintext only. Shared by the HTTP and WebSocket clients.
 //
 // Lifetime: destroying the Stream (even from inside a handler) drops the connection at once and no
-// handler runs afterwards; libuv memory is released in close callbacks.
+// handler runs afterwards; libuv memory is released in close callbacks. Sockets and name lookups
+// run on `loop`; what is answered "later" goes through `sched`.
 #pragma once
 
 #include <uv.h>
@@ -15,6 +16,7 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "loop/scheduler.hpp"
 
 namespace myr::net {
 
@@ -40,7 +42,7 @@ class Stream {
         std::function<void(Status)> on_end;
     };
 
-    Stream(uv_loop_t* loop, StreamOptions opts, Handlers handlers);
+    Stream(uv_loop_t* loop, loop::Scheduler& sched, StreamOptions opts, Handlers handlers);
     ~Stream();
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;

@@ -25,6 +25,7 @@
 #include "config/config.hpp"
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "loop/scheduler.hpp"
 
 namespace myr::net {
 
@@ -75,7 +76,8 @@ class WebSocketClient {
             on_closed;
     };
 
-    WebSocketClient(uv_loop_t* loop, WsConnectOptions opts, Handlers handlers);
+    WebSocketClient(uv_loop_t* loop, loop::Scheduler& sched, WsConnectOptions opts,
+                    Handlers handlers);
     ~WebSocketClient();
     WebSocketClient(const WebSocketClient&) = delete;
     WebSocketClient& operator=(const WebSocketClient&) = delete;

@@ -31,7 +31,7 @@ std::string trim(std::string s) {
 Result<std::string> read_token_file(const std::string& path) {
     fsx::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
     if (!fd) return fail_errno("open " + path);
-    struct stat st {};
+    struct stat st{};
     if (fstat(fd.get(), &st) != 0) return fail_errno("stat " + path);
     if (!S_ISREG(st.st_mode)) return fail(path + ": not a regular file");
     if (st.st_size > static_cast<off_t>(kMaxTokenSize)) {
@@ -87,7 +87,7 @@ std::string resolve_host_name(const std::string& configured) {
 }
 
 std::string host_arch() {
-    struct utsname u {};
+    struct utsname u{};
     if (uname(&u) != 0) return "";
     const std::string m = u.machine;
     if (m == "x86_64") return "amd64";
@@ -101,11 +101,10 @@ std::string host_arch() {
 }
 
 Result<std::unique_ptr<Agent>> Agent::create(AgentOptions options, AgentDeps deps) {
-    if (!deps.clock) deps.clock = &system_clock();
-    if (!deps.status || !deps.installer || !deps.timers || !deps.transport) {
+    if (!deps.sched || !deps.status || !deps.installer || !deps.transport) {
         return fail("opamp agent: missing dependency");
     }
-    auto uid = load_or_create_instance_uid(options.state_dir, deps.clock->wall());
+    auto uid = load_or_create_instance_uid(options.state_dir, deps.sched->wall());
     if (!uid) return uid.fail("opamp agent");
     return std::unique_ptr<Agent>(new Agent(std::move(options), std::move(deps), *uid));
 }
@@ -116,13 +115,13 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Uid uid)
       uid_(uid),
       backoff_(deps_.random01 ? deps_.random01 : default_random01()),
       heartbeat_(opt_.heartbeat_interval) {
-    heartbeat_timer_ = deps_.timers->create();
-    reconnect_timer_ = deps_.timers->create();
-    stop_timer_ = deps_.timers->create();
-    if (!opt_.supervisor_storage_dir.empty() && deps_.loop) {
-        watcher_ = std::make_unique<PersistentStateWatcher>(deps_.loop, opt_.supervisor_storage_dir,
-                                                            opt_.persistent_state_poll,
-                                                            [this] { state_changed(); });
+    heartbeat_timer_ = deps_.sched->timer();
+    reconnect_timer_ = deps_.sched->timer();
+    stop_timer_ = deps_.sched->timer();
+    if (!opt_.supervisor_storage_dir.empty()) {
+        watcher_ = std::make_unique<PersistentStateWatcher>(
+            *deps_.sched, opt_.supervisor_storage_dir, opt_.persistent_state_poll,
+            [this] { state_changed(); });
     }
 }
 
@@ -185,7 +184,7 @@ void Agent::connect_now() {
 void Agent::on_open() {
     if (state_ != State::connecting) return;
     state_ = State::connected;
-    opened_at_ = deps_.clock->now();
+    opened_at_ = deps_.sched->now();
     sent_desc_.reset();
     sent_health_.reset();
     sent_packages_.reset();
@@ -328,7 +327,7 @@ bool Agent::send(AgentToServer& msg) {
         return false;
     }
     ++seq_;
-    last_sent_at_ = deps_.clock->now();
+    last_sent_at_ = deps_.sched->now();
     arm_heartbeat();
     return true;
 }
@@ -337,7 +336,7 @@ void Agent::arm_heartbeat() {
     heartbeat_timer_->stop();
     if (state_ != State::connected || heartbeat_.count() <= 0) return;
     // Counted from the last message sent, so a busy connection sends no extra heartbeats.
-    const Duration since = std::chrono::duration_cast<Duration>(deps_.clock->now() - last_sent_at_);
+    const Duration since = std::chrono::duration_cast<Duration>(deps_.sched->now() - last_sent_at_);
     const Duration wait = since >= heartbeat_ ? Duration(0) : heartbeat_ - since;
     heartbeat_timer_->start(wait, [this] {
         if (state_ != State::connected) return;
@@ -355,7 +354,7 @@ void Agent::on_closed(TransportClosed info) {
     }
     if (was == State::stopped || was == State::idle) return;
     state_ = State::waiting;
-    const MonoTime now = deps_.clock->now();
+    const MonoTime now = deps_.sched->now();
     if (was == State::closing && closing_delay_) {
         const Duration d = *closing_delay_;
         closing_delay_.reset();

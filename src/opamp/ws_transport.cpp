@@ -8,8 +8,8 @@ namespace {
 
 class WsTransport : public Transport {
   public:
-    WsTransport(uv_loop_t* loop, const WsTransportOptions& o, HttpHeaders headers,
-                Handlers handlers)
+    WsTransport(uv_loop_t* loop, loop::Scheduler& sched, const WsTransportOptions& o,
+                HttpHeaders headers, Handlers handlers)
         : handlers_(std::move(handlers)) {
         net::WsConnectOptions co;
         co.url = o.url;
@@ -38,7 +38,7 @@ class WsTransport : public Transport {
             }
             if (handlers_.on_closed) handlers_.on_closed(std::move(c));
         };
-        client_ = std::make_unique<net::WebSocketClient>(loop, std::move(co), std::move(h));
+        client_ = std::make_unique<net::WebSocketClient>(loop, sched, std::move(co), std::move(h));
     }
     void connect() override { client_->connect(); }
     Status send(std::string_view message) override { return client_->send_binary(message); }
@@ -51,16 +51,17 @@ class WsTransport : public Transport {
 
 }  // namespace
 
-TransportFactory ws_transport_factory(uv_loop_t* loop, WsTransportOptions options) {
-    return [loop, options](HttpHeaders headers, Transport::Handlers handlers) {
+TransportFactory ws_transport_factory(uv_loop_t* loop, loop::Scheduler& sched,
+                                      WsTransportOptions options) {
+    return [loop, &sched, options](HttpHeaders headers, Transport::Handlers handlers) {
         return std::unique_ptr<Transport>(
-            new WsTransport(loop, options, std::move(headers), std::move(handlers)));
+            new WsTransport(loop, sched, options, std::move(headers), std::move(handlers)));
     };
 }
 
-Result<std::unique_ptr<Agent>> make_agent(uv_loop_t* loop, const config::Config& cfg,
-                                          std::string service_version, StatusProvider& status,
-                                          Installer& installer) {
+Result<std::unique_ptr<Agent>> make_agent(uv_loop_t* loop, loop::Scheduler& sched,
+                                          const config::Config& cfg, std::string service_version,
+                                          StatusProvider& status, Installer& installer) {
     if (!cfg.server.endpoint) return fail("opamp agent: server.endpoint is not set");
     AgentOptions o;
     o.state_dir = cfg.collector.state_dir;
@@ -75,11 +76,10 @@ Result<std::unique_ptr<Agent>> make_agent(uv_loop_t* loop, const config::Config&
     w.ca_file = cfg.server.ca_file;
     w.allow_insecure_transport = cfg.server.allow_insecure_transport;
     AgentDeps d;
-    d.loop = loop;
+    d.sched = &sched;
     d.status = &status;
     d.installer = &installer;
-    d.transport = ws_transport_factory(loop, std::move(w));
-    d.timers = std::make_shared<UvTimerFactory>(loop);
+    d.transport = ws_transport_factory(loop, sched, std::move(w));
     return Agent::create(std::move(o), std::move(d));
 }
 

@@ -20,12 +20,14 @@ struct WsTransportOptions {
     size_t max_message = 16u << 20;
 };
 
-TransportFactory ws_transport_factory(uv_loop_t* loop, WsTransportOptions options);
+TransportFactory ws_transport_factory(uv_loop_t* loop, loop::Scheduler& sched,
+                                      WsTransportOptions options);
 
-// An Agent for `cfg` (server.*, collector.stateDir, supervisor.storageDir) on `loop`, with uv
-// timers, the system clock and the WebSocket transport. `status` and `installer` must outlive it.
-// Fails when server.endpoint is missing or the instance uid cannot be loaded or created.
-[[nodiscard]] Result<std::unique_ptr<Agent>> make_agent(uv_loop_t* loop, const config::Config& cfg,
+// An Agent for `cfg` (server.*, collector.stateDir, supervisor.storageDir) on `loop` and `sched`,
+// with the WebSocket transport. `status` and `installer` must outlive it. Fails when
+// server.endpoint is missing or the instance uid cannot be loaded or created.
+[[nodiscard]] Result<std::unique_ptr<Agent>> make_agent(uv_loop_t* loop, loop::Scheduler& sched,
+                                                        const config::Config& cfg,
                                                         std::string service_version,
                                                         StatusProvider& status,
                                                         Installer& installer);
