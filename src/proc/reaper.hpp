@@ -20,16 +20,15 @@
 #include "core/result.hpp"
 #include "loop/loop.hpp"
 #include "loop/scheduler.hpp"
+#include "proc/processes.hpp"
 #include "proc/spawn.hpp"
 
 namespace myr::proc {
 
-class Reaper {
+class Reaper final : public Processes {
   public:
-    using ExitCallback = std::function<void(int wait_status)>;
-
     explicit Reaper(loop::Loop& loop);
-    ~Reaper();
+    ~Reaper() override;
     Reaper(const Reaper&) = delete;
     Reaper& operator=(const Reaper&) = delete;
 
@@ -39,7 +38,8 @@ class Reaper {
 
     // Starts a process and watches it; `on_exit` runs on the loop with its wait status.
     [[nodiscard]] Result<Spawned> spawn(const std::vector<std::string>& argv,
-                                        const SpawnOptions& opts, ExitCallback on_exit);
+                                        const SpawnOptions& opts, ExitCallback on_exit) override;
+    bool signal(pid_t pid, int sig) override;
 
     // Collects whatever has ended now (also called by the SIGCHLD watcher).
     void reap();

@@ -2,9 +2,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include "core/log.hpp"
@@ -27,8 +25,8 @@ const char* to_string(State s) {
     return "?";
 }
 
-ChildService::ChildService(proc::Reaper& reaper, loop::Scheduler& sched, ChildSettings settings)
-    : reaper_(reaper),
+ChildService::ChildService(proc::Processes& procs, loop::Scheduler& sched, ChildSettings settings)
+    : procs_(procs),
       sched_(sched),
       settings_(std::move(settings)),
       policy_(settings_.restart, sched),
@@ -99,7 +97,7 @@ void ChildService::launch(Done done) {
     leader_gone_ = false;
     killed_ = false;
     policy_.started();
-    auto s = reaper_.spawn(settings_.command, {}, [this](int status) { on_exit(pid_, status); });
+    auto s = procs_.spawn(settings_.command, {}, [this](int status) { on_exit(pid_, status); });
     if (!s) {
         log::error("child start failed", {{"command", what}, {"error", s.error().message()}});
         phase_ = Phase::running;  // so that the end below counts as an unexpected one
@@ -145,8 +143,8 @@ void ChildService::on_exit(pid_t pid, int status) {
 
 void ChildService::unexpected_end() {
     // Leftovers of the crashed child's group (its collector) would clash with the next start.
-    if (pid_ > 0 && ::kill(-pid_, 0) == 0) {
-        ::kill(-pid_, SIGKILL);
+    if (pid_ > 0 && procs_.signal(-pid_, 0)) {
+        procs_.signal(-pid_, SIGKILL);
         log::warn("killed leftover processes of the child's group", {{"pgid", pid_}});
     }
     RestartDecision d = policy_.ended_unexpectedly();
@@ -181,13 +179,13 @@ void ChildService::stop(Done done) {
     phase_ = Phase::stopping;
     stop_waiters_.push_back(std::move(done));
     // The whole group: the supervisor and the collector it started get TERM together.
-    ::kill(-pid_, SIGTERM);
+    procs_.signal(-pid_, SIGTERM);
     log::info(
         "stopping child",
         {{"pid", pid_}, {"signal", "TERM"}, {"timeout", format_duration(settings_.stop_timeout)}});
     kill_timer_->start(settings_.stop_timeout, [this] {
         killed_ = true;
-        ::kill(-pid_, SIGKILL);
+        procs_.signal(-pid_, SIGKILL);
         log::warn("child did not stop in time, killed", {{"pid", pid_}, {"signal", "KILL"}});
         if (leader_gone_) wait_for_group();
     });
@@ -196,8 +194,7 @@ void ChildService::stop(Done done) {
 void ChildService::wait_for_group() {
     // The leader is gone; the stop is complete when no process of its group is left (or they were
     // KILLed: then the reaper collects them shortly).
-    errno = 0;
-    bool group_left = ::kill(-pid_, 0) == 0;
+    bool group_left = procs_.signal(-pid_, 0);
     if (!group_left || killed_) return finish_stop();
     group_poll_->start(Duration(50), [this] { wait_for_group(); });
 }
@@ -215,7 +212,7 @@ void ChildService::finish_stop() {
 bool ChildService::forward(int sig) {
     if (phase_ != Phase::running && phase_ != Phase::stopping) return false;
     if (pid_ <= 0) return false;
-    return ::kill(pid_, sig) == 0;
+    return procs_.signal(pid_, sig);
 }
 
 }  // namespace myr::service

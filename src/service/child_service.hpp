@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "loop/scheduler.hpp"
-#include "proc/reaper.hpp"
+#include "proc/processes.hpp"
 #include "service/restart_policy.hpp"
 #include "service/service_controller.hpp"
 
@@ -33,7 +33,7 @@ struct ChildSettings {
 
 class ChildService : public ServiceController {
   public:
-    ChildService(proc::Reaper& reaper, loop::Scheduler& sched, ChildSettings settings);
+    ChildService(proc::Processes& procs, loop::Scheduler& sched, ChildSettings settings);
     ~ChildService() override;
 
     bool exists() const override { return true; }
@@ -62,7 +62,7 @@ class ChildService : public ServiceController {
     void finish_stop();
     void later(Done done, Status st);
 
-    proc::Reaper& reaper_;
+    proc::Processes& procs_;
     loop::Scheduler& sched_;
     ChildSettings settings_;
     RestartPolicy policy_;
