@@ -80,17 +80,19 @@ class ContainerProcess {
           child_(reaper_, sched_, child_settings(*cfg.container)),
           readiness_([this] { return child_.state() == service::State::running; },
                      [this] { return child_.describe(); }),
-          status_(sched_, child_) {}
+          status_(sched_, child_) {
+        child_.on_change([this] {
+            if (child_.desired() != service::Desired::gave_up || shutting_down_) return;
+            exit_code_ = 1;
+            shut_down("crash loop");
+        });
+    }
 
     int run() {
         MYR_TRY_EXIT(install_signals());
         MYR_TRY_EXIT(reaper_.start());
         if (reaper_.subreaper()) log::info("registered as child subreaper", {{"pid", ::getpid()}});
         MYR_TRY_EXIT(start_probes());
-        child_.on_give_up([this](const std::string&) {
-            exit_code_ = 1;
-            shut_down("crash loop");
-        });
         // The work may still be running when a TERM ends the loop; its completion then runs while
         // the loop is closed, after this object is gone, and must not touch it.
         std::weak_ptr<bool> alive = alive_;
@@ -103,7 +105,7 @@ class ContainerProcess {
             }
             status_.set_volume(*vol);
             child_.start([](Status) {});  // failures are logged and count as unexpected ends
-            status_.start_sampling();
+            status_.follow();
             connect_opamp();
         });
         loop_.run();

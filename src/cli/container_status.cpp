@@ -1,23 +1,21 @@
 #include "cli/container_status.hpp"
 
-#include "core/time.hpp"
-
 namespace myr::cli {
 namespace {
 
-uint64_t now_unix_nano() {
+uint64_t unix_nano(WallTime t) {
     return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(wall_now().time_since_epoch())
-            .count());
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
 }
 
 }  // namespace
 
-ContainerStatus::ContainerStatus(loop::Scheduler& sched, const service::ChildService& child)
-    : child_(child), timer_(sched.timer()) {
+ContainerStatus::ContainerStatus(const Clock& clock, service::ChildService& child)
+    : clock_(clock), child_(child) {
     health_.healthy = false;
     health_.status = "starting: preparing the collector volume";
-    health_.status_time_unix_nano = now_unix_nano();
+    health_.status_time_unix_nano = unix_nano(clock_.wall());
+    child_.on_change([this] { child_changed(); });
 }
 
 void ContainerStatus::set_volume(const VolumeState& v) {
@@ -25,22 +23,21 @@ void ContainerStatus::set_volume(const VolumeState& v) {
     if (on_change_) on_change_();
 }
 
-void ContainerStatus::start_sampling() {
-    sample();
-    timer_->start_repeating(std::chrono::seconds(1), [this] { sample(); });
+void ContainerStatus::follow() {
+    following_ = true;
+    child_changed();
 }
 
-void ContainerStatus::sample() {
+void ContainerStatus::child_changed() {
+    if (!following_) return;
     service::State state = child_.state();
     pid_t pid = child_.pid();
-    if (state == last_state_ && pid == last_pid_ && health_.status_time_unix_nano != 0 &&
-        health_.status.rfind("starting:", 0) != 0) {
-        return;
-    }
-    bool was_running = last_state_ == service::State::running;
+    if (reported_ && state == last_state_ && pid == last_pid_) return;
+    bool was_running = reported_ && last_state_ == service::State::running;
+    reported_ = true;
     last_state_ = state;
     last_pid_ = pid;
-    uint64_t now = now_unix_nano();
+    uint64_t now = unix_nano(clock_.wall());
     health_.healthy = state == service::State::running;
     health_.status = "supervisor " + child_.describe();
     health_.status_time_unix_nano = now;

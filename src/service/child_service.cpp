@@ -15,12 +15,26 @@ const char* to_string(State s) {
     switch (s) {
         case State::running:
             return "running";
-        case State::starting:
-            return "starting";
+        case State::waiting_to_restart:
+            return "waiting_to_restart";
         case State::stopping:
             return "stopping";
         case State::stopped:
             return "stopped";
+    }
+    return "?";
+}
+
+const char* to_string(Desired d) {
+    switch (d) {
+        case Desired::not_started:
+            return "not_started";
+        case Desired::running:
+            return "running";
+        case Desired::stopped:
+            return "stopped";
+        case Desired::gave_up:
+            return "gave_up";
     }
     return "?";
 }
@@ -36,18 +50,21 @@ ChildService::ChildService(proc::Processes& procs, loop::Scheduler& sched, Child
 
 ChildService::~ChildService() = default;
 
-State ChildService::state() const {
-    switch (phase_) {
-        case Phase::idle:
-            return State::stopped;
-        case Phase::running:
-            return State::running;
-        case Phase::backoff:
-            return State::starting;
-        case Phase::stopping:
-            return State::stopping;
-    }
-    return State::stopped;
+void ChildService::on_change(std::function<void()> listener) {
+    listeners_.push_back(std::move(listener));
+}
+
+void ChildService::set(State st) {
+    state_ = st;
+    // One announcement per turn: listeners read the state then, so a burst of changes (an end and
+    // the restart decision) is one event, and no listener runs inside a transition.
+    if (change_posted_) return;
+    change_posted_ = true;
+    sched_.post(guard_.bind([this] {
+        change_posted_ = false;
+        auto listeners = listeners_;  // a listener may add another
+        for (auto& l : listeners) l();
+    }));
 }
 
 std::vector<std::string> ChildService::environment() const {
@@ -57,16 +74,25 @@ std::vector<std::string> ChildService::environment() const {
 }
 
 std::string ChildService::describe() const {
-    switch (phase_) {
-        case Phase::idle:
+    switch (state_) {
+        case State::stopped:
+            switch (desired_) {
+                case Desired::not_started:
+                    return "child not running: not started yet";
+                case Desired::gave_up:
+                    return "child not running: gave up: " + give_up_reason_;
+                case Desired::running:
+                case Desired::stopped:
+                    return "child not running: stopped";
+            }
             return "child not running: stopped";
-        case Phase::running:
+        case State::running:
             return "child running (pid " + std::to_string(pid_) + ")";
-        case Phase::backoff: {
+        case State::waiting_to_restart: {
             long long ms = restart_timer_->remaining().count();
             return "child not running: restarting in " + std::to_string((ms + 999) / 1000) + "s";
         }
-        case Phase::stopping:
+        case State::stopping:
             return "child not running: stopping (pid " + std::to_string(pid_) + ")";
     }
     return "";
@@ -78,17 +104,19 @@ void ChildService::later(Done done, Status st) {
 }
 
 void ChildService::start(Done done) {
-    switch (phase_) {
-        case Phase::running:
+    switch (state_) {
+        case State::running:
             return later(std::move(done), {});
-        case Phase::stopping:
+        case State::stopping:
             return later(std::move(done), fail("start child: it is still stopping"));
-        case Phase::backoff:
+        case State::waiting_to_restart:
             restart_timer_->stop();
             break;
-        case Phase::idle:
+        case State::stopped:
             break;
     }
+    desired_ = Desired::running;
+    give_up_reason_.clear();
     launch(std::move(done));
 }
 
@@ -100,14 +128,13 @@ void ChildService::launch(Done done) {
     auto s = procs_.spawn(settings_.command, {}, [this](int status) { on_exit(pid_, status); });
     if (!s) {
         log::error("child start failed", {{"command", what}, {"error", s.error().message()}});
-        phase_ = Phase::running;  // so that the end below counts as an unexpected one
         pid_ = -1;
-        unexpected_end();
+        unexpected_end();  // counts as an unexpected end, like an exec failure
         return later(std::move(done), s.fail("start child"));
     }
     ++starts_;
     pid_ = s->pid;
-    phase_ = Phase::running;
+    set(State::running);
     if (s->exec_errno != 0) {
         // The child exits 126/127 and the reaper reports it as an unexpected end.
         log::error("child exec failed", {{"command", what},
@@ -130,14 +157,14 @@ void ChildService::on_exit(pid_t pid, int status) {
     } else {
         log::info("child exited", {{"pid", pid}, {"code", WEXITSTATUS(status)}});
     }
-    switch (phase_) {
-        case Phase::stopping:
+    switch (state_) {
+        case State::stopping:
             return wait_for_group();
-        case Phase::running:
+        case State::running:
             return unexpected_end();
-        case Phase::idle:
-        case Phase::backoff:
-            return;  // cannot happen: no child exists in these phases
+        case State::stopped:
+        case State::waiting_to_restart:
+            return;  // cannot happen: no child exists in these states
     }
 }
 
@@ -149,12 +176,13 @@ void ChildService::unexpected_end() {
     }
     RestartDecision d = policy_.ended_unexpectedly();
     if (d.give_up) {
-        phase_ = Phase::idle;
+        desired_ = Desired::gave_up;
+        give_up_reason_ = d.reason;
         log::error("crash loop: giving up", {{"reason", d.reason}});
-        if (give_up_) give_up_(d.reason);
+        set(State::stopped);
         return;
     }
-    phase_ = Phase::backoff;
+    set(State::waiting_to_restart);
     log::info("restart scheduled", {{"delay", format_duration(d.delay)},
                                     {"delay_ms", static_cast<long long>(d.delay.count())},
                                     {"recent_ends", d.recent_ends}});
@@ -162,21 +190,23 @@ void ChildService::unexpected_end() {
 }
 
 void ChildService::stop(Done done) {
-    switch (phase_) {
-        case Phase::idle:
+    // A child that gave up stays "gave up": the reason is what /readyz shows during the shutdown.
+    if (desired_ != Desired::gave_up) desired_ = Desired::stopped;
+    switch (state_) {
+        case State::stopped:
             return later(std::move(done), {});
-        case Phase::backoff:
+        case State::waiting_to_restart:
             restart_timer_->stop();
-            phase_ = Phase::idle;
             log::info("child stopped", {{"reason", "stopped during restart backoff"}});
+            set(State::stopped);
             return later(std::move(done), {});
-        case Phase::stopping:
+        case State::stopping:
             stop_waiters_.push_back(std::move(done));
             return;
-        case Phase::running:
+        case State::running:
             break;
     }
-    phase_ = Phase::stopping;
+    set(State::stopping);
     stop_waiters_.push_back(std::move(done));
     // The whole group: the supervisor and the collector it started get TERM together.
     procs_.signal(-pid_, SIGTERM);
@@ -202,15 +232,15 @@ void ChildService::wait_for_group() {
 void ChildService::finish_stop() {
     kill_timer_->stop();
     group_poll_->stop();
-    phase_ = Phase::idle;
     log::info("child stopped", {{"pid", pid_}});
+    set(State::stopped);
     auto waiters = std::move(stop_waiters_);
     stop_waiters_.clear();
     for (auto& w : waiters) later(std::move(w), {});
 }
 
 bool ChildService::forward(int sig) {
-    if (phase_ != Phase::running && phase_ != Phase::stopping) return false;
+    if (state_ != State::running && state_ != State::stopping) return false;
     if (pid_ <= 0) return false;
     return procs_.signal(pid_, sig);
 }

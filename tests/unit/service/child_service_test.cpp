@@ -110,7 +110,7 @@ TEST_CASE("child service: an unexpected end restarts after the delay, doubling e
         CAPTURE(delay.count());
         const int before = rig.procs.spawns;
         rig.procs.end(rig.child.pid(), FakeProcesses::exited(1));
-        CHECK(rig.child.state() == State::starting);
+        CHECK(rig.child.state() == State::waiting_to_restart);
         rig.sched.advance(delay - 1ms);
         CHECK(rig.procs.spawns == before);
         rig.sched.advance(1ms);
@@ -129,27 +129,72 @@ TEST_CASE("child service: leftovers of a crashed child's group are killed before
     CHECK(rig.procs.spawns == 2);
 }
 
-TEST_CASE("child service: more than maxRestarts ends within the window give up") {
+TEST_CASE("child service: more than maxRestarts ends within the window give up, with the reason") {
     Rig rig(settings(50ms, 3));
-    std::string reason;
-    rig.child.on_give_up([&](const std::string& r) { reason = r; });
     REQUIRE(rig.start().ok());
-    for (int i = 0; i < 4 && reason.empty(); ++i) {
+    for (int i = 0; i < 4 && rig.child.desired() != Desired::gave_up; ++i) {
         rig.procs.end(rig.child.pid(), FakeProcesses::exited(3));
         rig.sched.advance(1s);
     }
-    CHECK(reason == "4 unexpected ends within 10m (maxRestarts 3)");
+    CHECK(rig.child.desired() == Desired::gave_up);
+    CHECK(rig.child.give_up_reason() == "4 unexpected ends within 10m (maxRestarts 3)");
+    CHECK(rig.child.describe() ==
+          "child not running: gave up: 4 unexpected ends within 10m (maxRestarts 3)");
     CHECK(rig.procs.spawns == 4);  // the first start and 3 restarts
     CHECK(rig.child.state() == State::stopped);
     rig.sched.advance(1h);
     CHECK(rig.procs.spawns == 4);
+    // The shutdown that follows keeps the reason.
+    rig.child.stop([](Status) {});
+    rig.sched.run_pending();
+    CHECK(rig.child.desired() == Desired::gave_up);
+}
+
+TEST_CASE(
+    "child service: desired state tells never started, stopped on request and running apart") {
+    Rig rig;
+    CHECK(rig.child.desired() == Desired::not_started);
+    CHECK(rig.child.describe() == "child not running: not started yet");
+    REQUIRE(rig.start().ok());
+    CHECK(rig.child.desired() == Desired::running);
+    // An unexpected end changes what the process does, not what is wanted of it.
+    rig.procs.end(rig.child.pid(), FakeProcesses::exited(1));
+    CHECK(rig.child.state() == State::waiting_to_restart);
+    CHECK(rig.child.desired() == Desired::running);
+    rig.child.stop([](Status) {});
+    rig.sched.run_pending();
+    CHECK(rig.child.desired() == Desired::stopped);
+    CHECK(rig.child.describe() == "child not running: stopped");
+}
+
+TEST_CASE("child service: changes are announced on a later turn, once per burst") {
+    Rig rig;
+    std::vector<State> seen;
+    rig.child.on_change([&] { seen.push_back(rig.child.state()); });
+    rig.child.start([](Status) {});
+    CHECK(seen.empty());  // never from inside the call
+    rig.sched.run_pending();
+    CHECK(seen == std::vector<State>{State::running});
+    // The end and the restart decision are one change.
+    rig.procs.end(rig.child.pid(), FakeProcesses::exited(1));
+    rig.sched.run_pending();
+    CHECK(seen == std::vector<State>{State::running, State::waiting_to_restart});
+    rig.sched.advance(2s);
+    CHECK(seen.back() == State::running);
+    const size_t before = seen.size();
+    rig.sched.advance(1h);  // nothing happens: nothing is announced
+    CHECK(seen.size() == before);
+    rig.child.stop([](Status) {});
+    rig.procs.end(rig.child.pid(), FakeProcesses::killed_by(SIGTERM));
+    rig.sched.run_pending();
+    CHECK(seen.back() == State::stopped);
 }
 
 TEST_CASE("child service: start during the restart delay starts at once; stop cancels it") {
     Rig rig(settings(60s));
     REQUIRE(rig.start().ok());
     rig.procs.end(rig.child.pid(), FakeProcesses::exited(1));
-    CHECK(rig.child.state() == State::starting);
+    CHECK(rig.child.state() == State::waiting_to_restart);
     rig.sched.advance(20s);
     CHECK(rig.child.describe() == "child not running: restarting in 40s");
     REQUIRE(rig.start().ok());
@@ -174,7 +219,7 @@ TEST_CASE("child service: an exec failure is reported and counts as an unexpecte
     CHECK(st.error().message() == "exec /usr/bin/opampsupervisor: No such file or directory");
     // The child exits 127 and the reaper reports it like any other end.
     rig.procs.end(rig.child.pid(), FakeProcesses::exited(127));
-    CHECK(rig.child.state() == State::starting);
+    CHECK(rig.child.state() == State::waiting_to_restart);
     rig.sched.advance(2s);
     CHECK(rig.procs.spawns == 2);
 }
@@ -185,7 +230,7 @@ TEST_CASE("child service: a failed fork is an error and the restart policy still
     Status st = rig.start();
     REQUIRE_FALSE(st.ok());
     CHECK(st.error().message() == "start child: fork: Resource temporarily unavailable");
-    CHECK(rig.child.state() == State::starting);
+    CHECK(rig.child.state() == State::waiting_to_restart);
     rig.sched.advance(2s);
     CHECK(rig.procs.spawns == 1);
     CHECK(rig.child.state() == State::running);
