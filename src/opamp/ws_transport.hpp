@@ -1,5 +1,4 @@
-// The real Transport: net::WebSocketClient on the loop, and the wiring of an Agent from
-// updater.yaml for the container command.
+// The real Transport: net::WebSocketClient on the loop.
 #pragma once
 
 #include <uv.h>
@@ -8,7 +7,7 @@
 #include <string>
 
 #include "config/config.hpp"
-#include "opamp/agent.hpp"
+#include "loop/scheduler.hpp"
 #include "opamp/transport.hpp"
 
 namespace myr::opamp {
@@ -22,14 +21,5 @@ struct WsTransportOptions {
 
 TransportFactory ws_transport_factory(uv_loop_t* loop, loop::Scheduler& sched,
                                       WsTransportOptions options);
-
-// An Agent for `cfg` (server.*, collector.stateDir, supervisor.storageDir) on `loop` and `sched`,
-// with the WebSocket transport. `status` and `installer` must outlive it. Fails when
-// server.endpoint is missing or the instance uid cannot be loaded or created.
-[[nodiscard]] Result<std::unique_ptr<Agent>> make_agent(uv_loop_t* loop, loop::Scheduler& sched,
-                                                        const config::Config& cfg,
-                                                        std::string service_version,
-                                                        StatusProvider& status,
-                                                        Installer& installer);
 
 }  // namespace myr::opamp

@@ -1,6 +1,6 @@
-#include "cli/container_status.hpp"
+#include "runtime/status.hpp"
 
-namespace myr::cli {
+namespace myr::runtime {
 namespace {
 
 uint64_t unix_nano(WallTime t) {
@@ -10,7 +10,7 @@ uint64_t unix_nano(WallTime t) {
 
 }  // namespace
 
-ContainerStatus::ContainerStatus(const Clock& clock, service::ChildService& child)
+CollectorStatus::CollectorStatus(const Clock& clock, service::ChildService& child)
     : clock_(clock), child_(child) {
     health_.healthy = false;
     health_.status = "starting: preparing the collector volume";
@@ -18,17 +18,17 @@ ContainerStatus::ContainerStatus(const Clock& clock, service::ChildService& chil
     child_.on_change([this] { child_changed(); });
 }
 
-void ContainerStatus::set_volume(const VolumeState& v) {
-    volume_ = v;
+void CollectorStatus::set_versions(const Versions& v) {
+    versions_ = v;
     if (on_change_) on_change_();
 }
 
-void ContainerStatus::follow() {
+void CollectorStatus::follow() {
     following_ = true;
     child_changed();
 }
 
-void ContainerStatus::child_changed() {
+void CollectorStatus::child_changed() {
     if (!following_) return;
     service::State state = child_.state();
     pid_t pid = child_.pid();
@@ -50,4 +50,4 @@ void ContainerStatus::child_changed() {
     if (on_change_) on_change_();
 }
 
-}  // namespace myr::cli
+}  // namespace myr::runtime

@@ -7,28 +7,35 @@
 // message.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 
-#include "cli/container_volume.hpp"
 #include "opamp/providers.hpp"
 #include "service/child_service.hpp"
 
-namespace myr::cli {
+namespace myr::runtime {
 
-class ContainerStatus : public opamp::StatusProvider {
+// The collector versions known after seeding.
+struct Versions {
+    std::string image;     // X from `seedBinary --version` ("" when unknown)
+    std::string active;    // what `current` names
+    std::string previous;  // the active marker's previousVersion
+};
+
+class CollectorStatus : public opamp::StatusProvider {
   public:
-    ContainerStatus(const Clock& clock, service::ChildService& child);
+    CollectorStatus(const Clock& clock, service::ChildService& child);
 
-    // Seeding is done: the versions are known from now on.
-    void set_volume(const VolumeState& v);
+    void set_versions(const Versions& v);
     // Called (on the loop) whenever what this provider answers has changed.
     void on_change(std::function<void()> cb) { on_change_ = std::move(cb); }
     // The child has been started: report its state from now on.
     void follow();
 
-    std::string image_collector_version() const override { return volume_.image_version; }
-    std::string collector_version() const override { return volume_.active_version; }
+    std::string image_collector_version() const override { return versions_.image; }
+    std::string collector_version() const override { return versions_.active; }
     opamp::ComponentHealth health() const override { return health_; }
 
   private:
@@ -36,7 +43,7 @@ class ContainerStatus : public opamp::StatusProvider {
 
     const Clock& clock_;
     service::ChildService& child_;
-    VolumeState volume_;
+    Versions versions_;
     opamp::ComponentHealth health_;
     bool following_ = false;
     bool reported_ = false;  // the child's state has been reported at least once
@@ -45,4 +52,4 @@ class ContainerStatus : public opamp::StatusProvider {
     std::function<void()> on_change_;
 };
 
-}  // namespace myr::cli
+}  // namespace myr::runtime
