@@ -4,18 +4,11 @@
 #include <cstring>
 
 #include "config/config.hpp"
+#include "core/text.hpp"
 
 namespace myr::config {
 
 namespace {
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) {
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    }
-    return out;
-}
 
 uint16_t default_port(const std::string& scheme) {
     return (scheme == "wss" || scheme == "https") ? 443 : 80;
@@ -76,7 +69,7 @@ Result<Url> parse_url(std::string_view text) {
         return fail("not a URL (expected scheme://host[:port]/path)");
     }
     Url u;
-    u.scheme = lower(text.substr(0, sep));
+    u.scheme = text::lower(text.substr(0, sep));
     if (u.scheme != "ws" && u.scheme != "wss" && u.scheme != "http" && u.scheme != "https") {
         return fail("unsupported URL scheme \"" + u.scheme + "\"");
     }
@@ -98,7 +91,7 @@ Result<Url> parse_url(std::string_view text) {
     if (!authority.empty() && authority[0] == '[') {
         size_t close = authority.find(']');
         if (close == std::string_view::npos) return fail("URL has an unclosed '[' in its host");
-        u.host = lower(authority.substr(1, close - 1));
+        u.host = text::lower(authority.substr(1, close - 1));
         if (!is_ipv6(u.host)) return fail("\"" + u.host + "\" is not an IPv6 address");
         std::string_view after = authority.substr(close + 1);
         if (!after.empty()) {
@@ -108,7 +101,7 @@ Result<Url> parse_url(std::string_view text) {
         }
     } else {
         size_t colon = authority.find(':');
-        u.host = lower(authority.substr(0, colon));
+        u.host = text::lower(authority.substr(0, colon));
         if (colon != std::string_view::npos) {
             port_text = authority.substr(colon + 1);
             has_port = true;
@@ -139,7 +132,7 @@ Result<HostPort> parse_host_port(std::string_view text) {
     if (!text.empty() && text[0] == '[') {
         size_t close = text.find(']');
         if (close == std::string_view::npos) return fail("unclosed '[' (expected \"[::]:13135\")");
-        hp.host = lower(text.substr(1, close - 1));
+        hp.host = text::lower(text.substr(1, close - 1));
         if (!is_ipv6(hp.host)) return fail("\"" + hp.host + "\" is not an IPv6 address");
         if (close + 1 >= text.size() || text[close + 1] != ':') {
             return fail("missing :port after the address (expected \"[::]:13135\")");
@@ -167,7 +160,7 @@ Result<HostPort> parse_host_port(std::string_view text) {
 }
 
 bool is_loopback_host(std::string_view host) {
-    std::string h = lower(host);
+    std::string h = text::lower(host);
     if (h == "localhost") return true;
     in_addr a4{};
     if (inet_pton(AF_INET, h.c_str(), &a4) == 1) {

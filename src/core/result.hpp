@@ -14,7 +14,7 @@ namespace myr {
 // What failed and why, for people. Each layer prefixes its own context on the way up, so the final
 // message reads like "activate 0.116.0: copy to staging: write: No space left on device".
 class Error {
-public:
+  public:
     Error() = default;
     explicit Error(std::string message, int sys_errno = 0)
         : message_(std::move(message)), errno_(sys_errno) {}
@@ -35,7 +35,7 @@ public:
         return std::move(*this);
     }
 
-private:
+  private:
     std::string message_;
     int errno_ = 0;
 };
@@ -44,15 +44,19 @@ private:
 struct Failure {
     Error error;
 };
-inline Failure fail(Error e) { return Failure{std::move(e)}; }
-inline Failure fail(std::string message) { return Failure{Error(std::move(message))}; }
+inline Failure fail(Error e) {
+    return Failure{std::move(e)};
+}
+inline Failure fail(std::string message) {
+    return Failure{Error(std::move(message))};
+}
 inline Failure fail_errno(const std::string& what, int err = errno) {
     return Failure{Error::from_errno(what, err)};
 }
 
 template <class T>
 class [[nodiscard]] Result {
-public:
+  public:
     Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
     Result(Failure f) : v_(std::in_place_index<1>, std::move(f.error)) {}
 
@@ -72,13 +76,13 @@ public:
     Failure fail(const std::string& prefix) const { return Failure{error().context(prefix)}; }
     Failure fail() const { return Failure{error()}; }
 
-private:
+  private:
     std::variant<T, Error> v_;
 };
 
 template <>
 class [[nodiscard]] Result<void> {
-public:
+  public:
     Result() = default;
     Result(Failure f) : err_(std::move(f.error)), ok_(false) {}
 
@@ -88,7 +92,7 @@ public:
     Failure fail(const std::string& prefix) const { return Failure{err_.context(prefix)}; }
     Failure fail() const { return Failure{err_}; }
 
-private:
+  private:
     Error err_;
     bool ok_ = true;
 };
@@ -98,8 +102,8 @@ using Status = Result<void>;
 }  // namespace myr
 
 // Propagate a failed Result with added context: MYR_TRY(write_all(fd, buf), "write marker");
-#define MYR_TRY(expr, prefix)                           \
-    do {                                                \
-        auto myr_try_r_ = (expr);                       \
+#define MYR_TRY(expr, prefix)                            \
+    do {                                                 \
+        auto myr_try_r_ = (expr);                        \
         if (!myr_try_r_) return myr_try_r_.fail(prefix); \
     } while (0)

@@ -1,4 +1,5 @@
-// Durations, clocks and time stamps. Timers and backoff take a Clock so tests can move time by hand.
+// Durations, clocks and time stamps. Timers and backoff take a Clock so tests can move time by
+// hand.
 #pragma once
 
 #include <chrono>
@@ -15,7 +16,7 @@ using MonoTime = std::chrono::steady_clock::time_point;
 using WallTime = std::chrono::system_clock::time_point;
 
 class Clock {
-public:
+  public:
     virtual ~Clock() = default;
     virtual MonoTime now() const = 0;
     virtual WallTime wall() const = 0;
@@ -26,7 +27,7 @@ Clock& system_clock();
 
 // A clock that only moves when told to.
 class FakeClock : public Clock {
-public:
+  public:
     MonoTime now() const override { return mono_; }
     WallTime wall() const override { return wall_; }
     void advance(Duration d) {
@@ -34,7 +35,7 @@ public:
         wall_ += d;
     }
 
-private:
+  private:
     MonoTime mono_{std::chrono::hours(1000)};
     WallTime wall_{std::chrono::seconds(1'800'000'000)};
 };

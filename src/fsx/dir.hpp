@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "core/fd.hpp"
+#include "core/file.hpp"
 #include "core/result.hpp"
-#include "fsx/fd.hpp"
 
 namespace myr::fsx {
 
@@ -64,8 +65,5 @@ namespace myr::fsx {
 // Removes `name` and, if it is a directory, everything below it. Never follows a symlink: a symlink
 // is unlinked as an entry, whatever it points to. A missing `name` is success. Does not fsync.
 [[nodiscard]] Status remove_tree_at(int dirfd, const std::string& name);
-
-// "symlink", "directory", "regular file", "character device", "block device", "FIFO", "socket".
-const char* file_type_name(mode_t mode);
 
 }  // namespace myr::fsx

@@ -31,7 +31,7 @@
 #include <string_view>
 
 #include "core/result.hpp"
-#include "fsx/fd.hpp"
+#include "core/fd.hpp"
 
 namespace myr::journal {
 
@@ -103,7 +103,7 @@ class Journal {
 
   private:
     std::string dir_;
-    fsx::UniqueFd fd_;
+    UniqueFd fd_;
 };
 
 }  // namespace myr::journal

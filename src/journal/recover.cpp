@@ -5,24 +5,18 @@
 #include "core/fault.hpp"
 #include "core/log.hpp"
 #include "fsx/dir.hpp"
+#include "fsx/file.hpp"
 #include "store/activate.hpp"
 
 namespace myr::journal {
 namespace {
-
-// `.<name>.tmp-XXXXXX`, the temp names of fsx (file writes and the symlink switch).
-bool is_temp_name(const std::string& n) {
-    if (n.size() < 2 || n[0] != '.') return false;
-    size_t pos = n.rfind(".tmp-");
-    return pos != std::string::npos && pos > 0 && n.size() - pos == 5 + 6;
-}
 
 Result<int> remove_temps(int dirfd, const std::string& where) {
     auto names = fsx::list_dir(dirfd);
     if (!names) return names.fail("list " + where);
     int removed = 0;
     for (const std::string& n : *names) {
-        if (!is_temp_name(n)) continue;
+        if (!fsx::is_temp_name(n)) continue;
         auto st = fsx::stat_at(dirfd, n);
         if (!st) return st.fail(where);
         if (!st->has_value() || S_ISDIR((*st)->st_mode)) continue;

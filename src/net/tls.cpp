@@ -14,7 +14,8 @@
 #include <cstring>
 #include <vector>
 
-#include "net/random.hpp"
+#include "core/random.hpp"
+#include "core/text.hpp"
 
 namespace myr::net {
 
@@ -114,16 +115,16 @@ std::vector<San> subject_alt_names(const mbedtls_x509_crt* crt) {
     return out;
 }
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
+// The mbedTLS f_rng signature over the kernel's random source; `ctx` is unused.
+int random_for_mbedtls(void*, unsigned char* buf, size_t len) {
+    random_bytes(buf, len);
+    return 0;
 }
 
 // RFC 6125: case-insensitive; a wildcard only as the whole leftmost label, matching one label.
 bool dns_name_matches(std::string_view pattern, std::string_view host) {
-    std::string pat = lower(pattern);
-    std::string h = lower(host);
+    std::string pat = text::lower(pattern);
+    std::string h = text::lower(host);
     if (!pat.empty() && pat.back() == '.') pat.pop_back();
     if (!h.empty() && h.back() == '.') h.pop_back();
     if (pat.size() > 2 && pat[0] == '*' && pat[1] == '.') {

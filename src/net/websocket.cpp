@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "core/log.hpp"
+#include "core/random.hpp"
 #include "net/http_response.hpp"
-#include "net/random.hpp"
 #include "net/stream.hpp"
 #include "net/url_text.hpp"
 #include "net/ws_frame.hpp"

@@ -9,8 +9,9 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "core/file.hpp"
 #include "core/log.hpp"
-#include "fsx/fd.hpp"
+#include "core/text.hpp"
 
 namespace myr::opamp {
 
@@ -18,38 +19,15 @@ namespace {
 
 constexpr size_t kMaxTokenSize = 16 * 1024;
 
-std::string trim(std::string s) {
-    const char* ws = " \t\r\n";
-    s.erase(s.find_last_not_of(ws) + 1);
-    s.erase(0, s.find_first_not_of(ws));
-    return s;
-}
-
 // The token file is named by the operator and, in Kubernetes, is a symlink into the secret
 // volume's ..data directory, so symlinks are followed here (unlike files on the shared volume).
 // It must be a regular file of at most kMaxTokenSize bytes.
 Result<std::string> read_token_file(const std::string& path) {
-    fsx::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-    if (!fd) return fail_errno("open " + path);
-    struct stat st{};
-    if (fstat(fd.get(), &st) != 0) return fail_errno("stat " + path);
-    if (!S_ISREG(st.st_mode)) return fail(path + ": not a regular file");
-    if (st.st_size > static_cast<off_t>(kMaxTokenSize)) {
-        return fail(path + ": larger than " + std::to_string(kMaxTokenSize) + " bytes");
-    }
-    std::string out;
-    char buf[4096];
-    for (;;) {
-        ssize_t n = read(fd.get(), buf, sizeof buf);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return fail_errno("read " + path);
-        }
-        if (n == 0) break;
-        out.append(buf, static_cast<size_t>(n));
-        if (out.size() > kMaxTokenSize) return fail(path + ": grew while being read");
-    }
-    return out;
+    auto fd = open_regular(path);
+    if (!fd) return fd.fail();
+    auto text = read_bounded(fd->get(), kMaxTokenSize);
+    if (!text) return text.fail(path);
+    return text;
 }
 
 std::string ms_text(Duration d) {
@@ -150,14 +128,14 @@ void Agent::start() {
 std::string Agent::read_token() const {
     if (!opt_.enrollment_token_file.empty()) {
         auto text = read_token_file(opt_.enrollment_token_file);
-        if (text) return trim(*text);
+        if (text) return text::trim(*text);
         log::error("cannot read the enrollment token; connecting without it",
                    {{"error", text.error().message()}});
         return "";
     }
     if (!opt_.enrollment_token_env.empty()) {
         const char* v = std::getenv(opt_.enrollment_token_env.c_str());
-        if (v && *v) return trim(v);
+        if (v && *v) return text::trim(v);
         log::error("enrollment token variable is empty or unset; connecting without it",
                    {{"variable", opt_.enrollment_token_env}});
     }

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
+
+#include "core/random.hpp"
 
 namespace myr::opamp {
 
@@ -26,8 +27,7 @@ Duration Backoff::next() {
 }
 
 std::function<double()> default_random01() {
-    auto gen = std::make_shared<std::mt19937_64>(std::random_device{}());
-    return [gen] { return std::uniform_real_distribution<double>(0.0, 1.0)(*gen); };
+    return [] { return random_unit(); };
 }
 
 }  // namespace myr::opamp

@@ -72,8 +72,8 @@ class Backoff {
     unsigned attempt_ = 0;
 };
 
-// A std::mt19937_64 seeded from the OS: jitter needs no cryptographic strength, only agents that do
-// not reconnect in lock step.
+// Jitter from the kernel's random source (core/random.hpp): agents must not reconnect in lock
+// step.
 std::function<double()> default_random01();
 
 }  // namespace myr::opamp

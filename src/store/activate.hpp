@@ -17,7 +17,7 @@
 #include <string>
 
 #include "core/result.hpp"
-#include "fsx/fd.hpp"
+#include "core/fd.hpp"
 #include "store/marker.hpp"
 #include "store/volume.hpp"
 
@@ -26,7 +26,7 @@ namespace myr::store {
 // One in-flight activation directory `.staging/<id>/`.
 struct Staging {
     std::string id;
-    fsx::UniqueFd fd;
+    UniqueFd fd;
 };
 
 // Creates `.staging/<random id>/` durably. Fault points `store.stage.mkdir.before`/`.after`.

@@ -20,12 +20,12 @@ constexpr const char* kVersionsPrefix = "versions/";
 
 // Opens `name` in `parent` as a real directory, replacing any other kind of entry by a fresh
 // directory: only the entry is removed, whatever a symlink points to.
-Result<fsx::UniqueFd> ensure_dir(int parent, const std::string& name, const std::string& where) {
+Result<UniqueFd> ensure_dir(int parent, const std::string& name, const std::string& where) {
     auto st = fsx::stat_at(parent, name);
     if (!st) return st.fail("stat " + where);
     if (st->has_value() && !S_ISDIR((*st)->st_mode)) {
         log::warn("volume: replacing an entry that is not a directory",
-                  {{"path", where}, {"type", fsx::file_type_name((*st)->st_mode)}});
+                  {{"path", where}, {"type", file_type_name((*st)->st_mode)}});
         MYR_TRY(fsx::remove_tree_at(parent, name), "remove " + where);
     }
     MYR_TRY(fsx::make_dir_at(parent, name, 0755, true), "create " + where);
@@ -137,7 +137,7 @@ Result<Active> active(const Volume& vol) {
     a.state = Active::State::broken;
     if (!S_ISLNK((*st)->st_mode)) {
         a.reason =
-            std::string("current is a ") + fsx::file_type_name((*st)->st_mode) + ", not a symlink";
+            std::string("current is a ") + file_type_name((*st)->st_mode) + ", not a symlink";
         return a;
     }
     auto target = fsx::read_link_at(vol.root_fd(), "current");

@@ -267,7 +267,7 @@ json_object* state_json(const Args& a, const store::Volume& vol, const journal::
 Status do_activate(const Args& a, const store::Volume& vol, journal::Journal& j) {
     std::string file = a.get("file"), version = a.get("version");
     if (file.empty() || version.empty()) die("activate: --file and --version are required");
-    fsx::UniqueFd src(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd src(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
     if (!src) return fail_errno("open " + file);
     std::string sha = a.get("sha256");
     if (sha.empty()) {
