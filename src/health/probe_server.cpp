@@ -221,7 +221,7 @@ ProbeServer::~ProbeServer() {
     conns_.clear();
 }
 
-Status ProbeServer::listen(const config::HostPort& where) {
+Status ProbeServer::listen(const HostPort& where) {
     sockaddr_storage addr{};
     int rc =
         where.ipv6()

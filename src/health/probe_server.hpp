@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "config/config.hpp"
 #include "core/result.hpp"
+#include "core/url.hpp"
 #include "health/probes.hpp"
 #include "loop/handle.hpp"
 #include "loop/loop.hpp"
@@ -48,7 +48,7 @@ class ProbeServer {
     ProbeServer& operator=(const ProbeServer&) = delete;
 
     // Binds and listens (IPv4 or IPv6 literal; port 0 picks a free one, see port()).
-    [[nodiscard]] Status listen(const config::HostPort& where);
+    [[nodiscard]] Status listen(const HostPort& where);
     int port() const { return port_; }
     size_t connections() const { return conns_.size(); }
 

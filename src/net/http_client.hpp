@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/config.hpp"
+#include "core/url.hpp"
 #include "core/result.hpp"
 #include "core/time.hpp"
 #include "loop/scheduler.hpp"
@@ -22,7 +22,7 @@ namespace myr::net {
 
 struct HttpRequest {
     std::string method = "GET";
-    config::Url url;  // http:// or https://
+    Url url;  // http:// or https://
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;  // sent with Content-Length when not empty (or method is POST/PUT)
 };

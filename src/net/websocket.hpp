@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/config.hpp"
+#include "core/url.hpp"
 #include "core/result.hpp"
 #include "core/time.hpp"
 #include "loop/scheduler.hpp"
@@ -30,7 +30,7 @@
 namespace myr::net {
 
 struct WsConnectOptions {
-    config::Url url;                                           // ws:// or wss://
+    Url url;                                           // ws:// or wss://
     std::vector<std::pair<std::string, std::string>> headers;  // e.g. Authorization: Bearer …
     std::string ca_file;                    // "" = /etc/ssl/certs/ca-certificates.crt
     bool allow_insecure_transport = false;  // ws:// to a non-loopback address

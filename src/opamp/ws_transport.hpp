@@ -6,14 +6,14 @@
 #include <memory>
 #include <string>
 
-#include "config/config.hpp"
+#include "core/url.hpp"
 #include "loop/scheduler.hpp"
 #include "opamp/transport.hpp"
 
 namespace myr::opamp {
 
 struct WsTransportOptions {
-    config::Url url;
+    Url url;
     std::string ca_file;  // "" = the system store
     bool allow_insecure_transport = false;
     size_t max_message = 16u << 20;

@@ -48,7 +48,8 @@ void probe_image(proc::Reaper& reaper, loop::Scheduler& sched, const config::Con
                  std::function<void(journal::SeedInput)> done) {
     journal::SeedInput in;
     in.image_path = cfg.container->seed_binary;
-    in.policy = cfg.container->seed_policy;
+    in.policy = cfg.container->seed_policy == config::SeedPolicy::image ? store::SeedPolicy::image
+                                                                        : store::SeedPolicy::newest;
     in.keep_versions = cfg.collector.keep_versions;
     proc::CaptureOptions opts;
     opts.timeout = kSeedVersionTimeout;

@@ -39,7 +39,7 @@ std::string hex(std::string_view b) {
     return s;
 }
 
-bool parse_url(const std::string& text, config::Url& u) {
+bool parse_url(const std::string& text, Url& u) {
     auto p = text.find("://");
     if (p == std::string::npos) return false;
     u.scheme = text.substr(0, p);

@@ -24,7 +24,7 @@ std::unique_ptr<HttpClient> get(TestLoop& loop, const std::string& scheme, int p
                                 const std::string& path, HttpOptions opts, Done& done,
                                 HttpClient::Handlers h = {}) {
     HttpRequest req;
-    req.url = config::Url{scheme, "127.0.0.1", static_cast<uint16_t>(port), path};
+    req.url = Url{scheme, "127.0.0.1", static_cast<uint16_t>(port), path};
     req.headers = {{"Accept", "application/octet-stream"}};
     h.on_done = [&done](Result<net::HttpResponse> r) { done.result.emplace(std::move(r)); };
     auto c = std::make_unique<HttpClient>(loop.get(), loop.sched(), std::move(req), std::move(opts),
@@ -186,7 +186,7 @@ TEST_CASE("http client: https with a test CA; http:// off-machine refused") {
         auto c = get(loop, "https", server.port(), "/chunked", opts, ok);
 
         HttpRequest req;
-        req.url = config::Url{"http", "192.0.2.7", 80, "/artifact"};
+        req.url = Url{"http", "192.0.2.7", 80, "/artifact"};
         HttpClient::Handlers h;
         h.on_done = [&](Result<net::HttpResponse> r) { insecure.result.emplace(std::move(r)); };
         HttpClient off(loop.get(), loop.sched(), req, {}, h);
@@ -207,7 +207,7 @@ TEST_CASE("http client: header injection is refused before connecting") {
     {
         Done r;
         HttpRequest req;
-        req.url = config::Url{"http", "127.0.0.1", 9, "/"};
+        req.url = Url{"http", "127.0.0.1", 9, "/"};
         req.headers = {{"X-Evil", "a\r\nInjected: yes"}};
         HttpClient::Handlers h;
         h.on_done = [&](Result<net::HttpResponse> res) { r.result.emplace(std::move(res)); };

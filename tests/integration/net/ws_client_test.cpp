@@ -49,7 +49,7 @@ struct Client {
 
 WsConnectOptions options(const std::string& scheme, const std::string& host, int port) {
     WsConnectOptions o;
-    o.url = config::Url{scheme, host, static_cast<uint16_t>(port), "/v1/opamp"};
+    o.url = Url{scheme, host, static_cast<uint16_t>(port), "/v1/opamp"};
     o.handshake_timeout = std::chrono::seconds(15);
     return o;
 }

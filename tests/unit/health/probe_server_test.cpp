@@ -85,7 +85,7 @@ struct Fixture {
     std::unique_ptr<ProbeServer> server;
     explicit Fixture(Probes p, ServerLimits l = {}) {
         server = std::make_unique<ProbeServer>(loop, *sched, std::move(p), l);
-        REQUIRE(server->listen(config::HostPort{"127.0.0.1", 0}));
+        REQUIRE(server->listen(HostPort{"127.0.0.1", 0}));
         REQUIRE(server->port() > 0);
     }
     ~Fixture() {
@@ -245,7 +245,7 @@ TEST_CASE("probe server: listens on IPv6 loopback") {
     {
         loop::UvScheduler sched(loop.get());
         ProbeServer s(loop, sched, fixed(true, true));
-        auto st = s.listen(config::HostPort{"::1", 0});
+        auto st = s.listen(HostPort{"::1", 0});
         if (!st) {
             skipped = true;
             why = st.error().message();
@@ -262,7 +262,7 @@ TEST_CASE("probe server: refuses a bad listen address, naming it") {
     {
         loop::UvScheduler sched(loop.get());
         ProbeServer bad(loop, sched, fixed(true, true));
-        auto b = bad.listen(config::HostPort{"999.1.1.1", 1});
+        auto b = bad.listen(HostPort{"999.1.1.1", 1});
         CHECK_FALSE(b.ok());
         CHECK(b.error().message().find("999.1.1.1") != std::string::npos);
     }

@@ -39,7 +39,7 @@ TEST_CASE("http client: a refused request is answered on a later turn, never ins
     {
         loop::FakeScheduler sched;
         HttpRequest req;
-        req.url = config::Url{"ftp", "127.0.0.1", 21, "/x"};
+        req.url = Url{"ftp", "127.0.0.1", 21, "/x"};
         std::optional<Result<HttpResponse>> got;
         HttpClient::Handlers h;
         h.on_done = [&](Result<HttpResponse> r) { got.emplace(std::move(r)); };
@@ -59,7 +59,7 @@ TEST_CASE("http client: cancel() drops an answer already posted") {
     {
         loop::FakeScheduler sched;
         HttpRequest req;
-        req.url = config::Url{"ftp", "127.0.0.1", 21, "/x"};
+        req.url = Url{"ftp", "127.0.0.1", 21, "/x"};
         int done = 0;
         HttpClient::Handlers h;
         h.on_done = [&](Result<HttpResponse>) { ++done; };
@@ -77,7 +77,7 @@ TEST_CASE("http client: the connect timeout ends a request that never connects")
     {
         loop::FakeScheduler sched;
         HttpRequest req;
-        req.url = config::Url{"http", "192.0.2.1", 80, "/artifact"};  // TEST-NET-1
+        req.url = Url{"http", "192.0.2.1", 80, "/artifact"};  // TEST-NET-1
         HttpOptions opts;
         opts.allow_insecure_transport = true;
         std::optional<Result<HttpResponse>> got;
@@ -102,7 +102,7 @@ TEST_CASE("http client: the total timeout fires before a longer connect timeout"
     {
         loop::FakeScheduler sched;
         HttpRequest req;
-        req.url = config::Url{"http", "192.0.2.1", 80, "/"};
+        req.url = Url{"http", "192.0.2.1", 80, "/"};
         HttpOptions opts;
         opts.allow_insecure_transport = true;
         opts.total_timeout = 10s;
@@ -124,7 +124,7 @@ TEST_CASE("ws client: a bad URL is reported through on_closed on a later turn") 
         loop::FakeScheduler sched;
         WsOutcome out;
         WsConnectOptions o;
-        o.url = config::Url{"http", "127.0.0.1", 80, "/"};
+        o.url = Url{"http", "127.0.0.1", 80, "/"};
         WebSocketClient ws(uv.get(), sched, o, ws_handlers(out));
         ws.connect();
         CHECK_FALSE(out.code.has_value());
@@ -142,7 +142,7 @@ TEST_CASE("ws client: the handshake timeout ends an upgrade that never completes
         loop::FakeScheduler sched;
         WsOutcome out;
         WsConnectOptions o;
-        o.url = config::Url{"ws", "192.0.2.1", 80, "/v1/opamp"};
+        o.url = Url{"ws", "192.0.2.1", 80, "/v1/opamp"};
         o.allow_insecure_transport = true;
         WebSocketClient ws(uv.get(), sched, o, ws_handlers(out));
         ws.connect();
@@ -163,7 +163,7 @@ TEST_CASE("ws client: close() while connecting answers on a later turn with the 
         loop::FakeScheduler sched;
         WsOutcome out;
         WsConnectOptions o;
-        o.url = config::Url{"ws", "192.0.2.1", 80, "/"};
+        o.url = Url{"ws", "192.0.2.1", 80, "/"};
         o.allow_insecure_transport = true;
         WebSocketClient ws(uv.get(), sched, o, ws_handlers(out));
         ws.connect();

@@ -1,18 +1,14 @@
-// URLs, listen addresses and loopback detection, parsed once here so no other module does.
+#include "core/url.hpp"
+
 #include <arpa/inet.h>
 
 #include <cstring>
 
-#include "config/config.hpp"
 #include "core/text.hpp"
 
-namespace myr::config {
+namespace myr {
 
 namespace {
-
-uint16_t default_port(const std::string& scheme) {
-    return (scheme == "wss" || scheme == "https") ? 443 : 80;
-}
 
 bool is_ipv4(const std::string& s) {
     in_addr a{};
@@ -52,6 +48,12 @@ std::string bracket(const std::string& host) {
 }
 
 }  // namespace
+
+uint16_t default_port(std::string_view scheme) {
+    if (scheme == "http" || scheme == "ws") return 80;
+    if (scheme == "https" || scheme == "wss") return 443;
+    return 0;
+}
 
 std::string Url::str() const {
     std::string out = scheme + "://" + bracket(host);
@@ -173,13 +175,4 @@ bool is_loopback_host(std::string_view host) {
     return false;
 }
 
-std::vector<Url> effective_download_prefixes(const Config& cfg) {
-    if (!cfg.update.allowed_download_prefixes.empty()) return cfg.update.allowed_download_prefixes;
-    if (!cfg.server.endpoint) return {};
-    Url u = *cfg.server.endpoint;
-    u.scheme = u.secure() ? "https" : "http";
-    u.path = "/artifacts/";
-    return {u};
-}
-
-}  // namespace myr::config
+}  // namespace myr
