@@ -149,7 +149,7 @@ Result<Config> load_or_error(const std::string& path, Mode mode) {
         msg += r.problems[i].str();
     }
     if (msg.empty()) msg = path + ": cannot load the configuration";
-    return fail(msg);
+    return fail(Errc::invalid, msg);
 }
 
 }  // namespace myr::config

@@ -99,7 +99,7 @@ Status point(std::string_view name) {
             ::_exit(137);
         }
         if (r.action == "fail") {
-            return fail("injected fault at " + std::string(name));
+            return fail(Errc::injected, "injected fault at " + std::string(name));
         }
     }
     return {};

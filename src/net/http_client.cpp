@@ -96,7 +96,7 @@ void HttpClient::Impl::start() {
     }
     if (bad) {
         // Reported from the loop, never from inside start().
-        sched_.post(guard_.bind([this, msg = *bad] { finish(fail(msg)); }));
+        sched_.post(guard_.bind([this, msg = *bad] { finish(fail(Errc::invalid, msg)); }));
         return;
     }
 
@@ -129,14 +129,14 @@ void HttpClient::Impl::start() {
 
     if (opts_.connect_timeout > Duration::zero()) {
         connect_timer_->start(opts_.connect_timeout, [this] {
-            finish(fail(label_ + ": connect timed out after " +
-                        format_duration(opts_.connect_timeout)));
+            finish(fail(Errc::timeout, label_ + ": connect timed out after " +
+                                           format_duration(opts_.connect_timeout)));
         });
     }
     if (opts_.total_timeout > Duration::zero()) {
         total_timer_->start(opts_.total_timeout, [this] {
-            finish(fail(label_ + ": request did not complete within " +
-                        format_duration(opts_.total_timeout)));
+            finish(fail(Errc::timeout, label_ + ": request did not complete within " +
+                                           format_duration(opts_.total_timeout)));
         });
     }
     stream_->start();
@@ -151,7 +151,8 @@ void HttpClient::Impl::on_connected() {
 void HttpClient::Impl::arm_idle() {
     if (opts_.idle_timeout <= Duration::zero() || paused_) return;
     idle_timer_->start(opts_.idle_timeout, [this] {
-        finish(fail(label_ + ": no data received for " + format_duration(opts_.idle_timeout)));
+        finish(fail(Errc::timeout,
+                    label_ + ": no data received for " + format_duration(opts_.idle_timeout)));
     });
 }
 
@@ -184,6 +185,10 @@ void HttpClient::Impl::on_end(Status st) {
 
 void HttpClient::Impl::finish(Result<HttpResponse> r) {
     if (!running_) return;
+    // What the stream or the response parser refused is a network failure unless classified.
+    if (!r && r.error().code() == Errc::unknown) {
+        r = fail(Error(Errc::network, r.error().message(), r.error().sys_errno()));
+    }
     running_ = false;
     connect_timer_->stop();
     idle_timer_->stop();

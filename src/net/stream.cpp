@@ -391,6 +391,11 @@ void Stream::Impl::close_tcp() {
 
 void Stream::Impl::end(Status st) {
     if (ended_) return;
+    // Everything a stream reports (resolving, connecting, TLS, reading, writing) is a network
+    // failure; a system call's errno stays with it.
+    if (!st && st.error().code() != Errc::network) {
+        st = fail(Error(Errc::network, st.error().message(), st.error().sys_errno()));
+    }
     ended_ = true;
     connected_ = false;
     close_tcp();

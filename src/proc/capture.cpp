@@ -54,10 +54,11 @@ struct CaptureJob {
     void maybe_finish() {
         if (!exited || !eof) return;
         if (exec_errno != 0) {
-            finish(fail(Error::from_errno("run " + what, exec_errno)));
+            finish(fail(Error(Errc::process, Error::from_errno("run " + what, exec_errno).message(),
+                              exec_errno)));
         } else if (timed_out) {
-            finish(fail("run " + what + ": timed out after " + format_duration(opts.timeout) +
-                        " (killed)"));
+            finish(fail(Errc::timeout, "run " + what + ": timed out after " +
+                                           format_duration(opts.timeout) + " (killed)"));
         } else {
             finish(std::move(result));
         }

@@ -39,7 +39,7 @@ void recover(loop::Scheduler& sched, const config::Config& cfg,
             job->result.emplace(open_and_recover(job->install_dir, job->binary, job->state_dir));
         },
         [job, done = std::move(done)](bool cancelled) {
-            if (cancelled) return done(fail("recovery: cancelled by shutdown"));
+            if (cancelled) return done(fail(Errc::cancelled, "recovery: cancelled by shutdown"));
             done(std::move(*job->result));
         });
 }
@@ -91,7 +91,7 @@ void seed(loop::Scheduler& sched, SharedVolume volume, journal::SeedInput in,
             }
         },
         [job, done = std::move(done)](bool cancelled) {
-            if (cancelled) return done(fail("seed: cancelled by shutdown"));
+            if (cancelled) return done(fail(Errc::cancelled, "seed: cancelled by shutdown"));
             done(std::move(*job->result));
         });
 }

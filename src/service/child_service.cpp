@@ -141,7 +141,10 @@ void ChildService::launch(Done done) {
                                          {"errno", s->exec_errno},
                                          {"error", std::strerror(s->exec_errno)},
                                          {"exit_code", proc::exec_failure_code(s->exec_errno)}});
-        return later(std::move(done), fail(Error::from_errno("exec " + what, s->exec_errno)));
+        return later(
+            std::move(done),
+            fail(Error(Errc::process, Error::from_errno("exec " + what, s->exec_errno).message(),
+                       s->exec_errno)));
     }
     log::info("child started", {{"pid", pid_}, {"command", what}});
     later(std::move(done), {});

@@ -97,17 +97,17 @@ Result<Marker> check_intact(const Volume& vol, const std::string& version) {
     const std::string bin_path = "versions/" + version + "/" + vol.binary();
     auto bin = fsx::open_regular_at(dir->get(), vol.binary());
     if (!bin) return bin.fail(bin_path);
-    struct stat st {};
+    struct stat st{};
     if (::fstat(bin->get(), &st) != 0) return fail_errno(bin_path + ": fstat");
     if ((st.st_mode & S_IXUSR) == 0) return fail(bin_path + ": not executable");
     if (static_cast<uint64_t>(st.st_size) != marker->size) {
-        return fail(bin_path + ": size " + std::to_string(st.st_size) + " differs from marker " +
-                    std::to_string(marker->size));
+        return fail(Errc::integrity, bin_path + ": size " + std::to_string(st.st_size) +
+                                         " differs from marker " + std::to_string(marker->size));
     }
     auto digest = verify::sha256_fd(bin->get());
     if (!digest) return digest.fail(bin_path + ": hash");
     if (verify::to_hex(*digest) != marker->sha256) {
-        return fail(bin_path + ": SHA-256 differs from the marker");
+        return fail(Errc::integrity, bin_path + ": SHA-256 differs from the marker");
     }
     return std::move(*marker);
 }

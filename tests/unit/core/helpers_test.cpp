@@ -74,3 +74,17 @@ TEST_CASE("file: read_bounded refuses more than the limit") {
     CHECK(text.error().message() == "larger than 100 bytes");
     CHECK(text.error().sys_errno() == EFBIG);
 }
+
+TEST_CASE("error: a code by domain survives the context chain; errno errors are system errors") {
+    Error e(Errc::integrity, "SHA-256 differs");
+    Error chained = e.context("stage").context("activate 0.116.0");
+    CHECK(chained.message() == "activate 0.116.0: stage: SHA-256 differs");
+    CHECK(chained.code() == Errc::integrity);
+    CHECK(Error::from_errno("write", ENOSPC).code() == Errc::system);
+    CHECK(Error::from_errno("write", ENOSPC).sys_errno() == ENOSPC);
+    CHECK(Error("plain").code() == Errc::unknown);
+    Result<int> r = fail(Errc::timeout, "no data received for 60s");
+    Status st = r.fail("download");
+    CHECK(st.error().code() == Errc::timeout);
+    CHECK(std::string(to_string(Errc::cancelled)) == "cancelled");
+}

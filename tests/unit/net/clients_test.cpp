@@ -50,6 +50,7 @@ TEST_CASE("http client: a refused request is answered on a later turn, never ins
         REQUIRE(got.has_value());
         REQUIRE_FALSE(got->ok());
         CHECK(got->error().message().find("not an http:// or https:// URL") != std::string::npos);
+        CHECK(got->error().code() == Errc::invalid);
     }
     CHECK(uv.close() == 0);
 }
@@ -92,6 +93,7 @@ TEST_CASE("http client: the connect timeout ends a request that never connects")
         REQUIRE_FALSE(got->ok());
         CHECK(got->error().message() ==
               "http://192.0.2.1:80/artifact: connect timed out after 30s");
+        CHECK(got->error().code() == Errc::timeout);
         CHECK(sched.armed_timers() == 0);
     }
     CHECK(uv.close() == 0);

@@ -57,6 +57,7 @@ TEST_CASE("run_capture: a command that outlives its timeout is killed with its g
     auto r = capture({"/bin/sh", "-c", "sleep 30 & sleep 30"}, o);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message().find("timed out after 300ms") != std::string::npos);
+    CHECK(r.error().code() == Errc::timeout);
 }
 
 TEST_CASE("run_capture: a missing command is an error naming errno") {

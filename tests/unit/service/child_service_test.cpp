@@ -217,6 +217,8 @@ TEST_CASE("child service: an exec failure is reported and counts as an unexpecte
     Status st = rig.start();
     REQUIRE_FALSE(st.ok());
     CHECK(st.error().message() == "exec /usr/bin/opampsupervisor: No such file or directory");
+    CHECK(st.error().code() == Errc::process);
+    CHECK(st.error().sys_errno() == ENOENT);
     // The child exits 127 and the reaper reports it like any other end.
     rig.procs.end(rig.child.pid(), FakeProcesses::exited(127));
     CHECK(rig.child.state() == State::waiting_to_restart);
