@@ -12,7 +12,7 @@ const std::vector<Command>& commands() {
          "Runs as the main process (PID 1) of a container: recovers and seeds the collector on\n"
          "the volume, starts container.supervisorCommand as a child, serves /healthz and /readyz\n"
          "on container.healthListen, and installs collector versions offered over OpAMP.\n"
-         "Linux and macOS only.\n"
+         "Linux only.\n"
          "\n"
          "Options:\n"
          "  --config FILE   updater.yaml (must contain a container section)\n",

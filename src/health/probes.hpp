@@ -49,7 +49,6 @@ class Readiness {
         : child_running_(std::move(child_running)), child_text_(std::move(child_text)) {}
     // The installer sets this around the swap (stop child → switch → start child → health).
     void set_swap_in_progress(bool on) { swap_ = on; }
-    bool swap_in_progress() const { return swap_; }
     Answer answer() const;
 
   private:

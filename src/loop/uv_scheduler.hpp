@@ -27,8 +27,6 @@ class UvScheduler final : public Scheduler {
     void post(std::function<void()> fn) override;
     void post_work(std::function<void()> work, std::function<void(bool cancelled)> done) override;
 
-    uv_loop_t* loop() const { return loop_; }
-
   private:
     static void on_idle(uv_idle_t* idle) noexcept;
 

@@ -116,7 +116,7 @@ std::vector<San> subject_alt_names(const mbedtls_x509_crt* crt) {
 }
 
 // The mbedTLS f_rng signature over the kernel's random source; `ctx` is unused.
-int random_for_mbedtls(void*, unsigned char* buf, size_t len) {
+int random_for_mbedtls(void*, unsigned char* buf, size_t len) noexcept {
     random_bytes(buf, len);
     return 0;
 }
@@ -210,11 +210,11 @@ struct TlsSession::State {
     State() { mbedtls_ssl_init(&ssl); }
     ~State() { mbedtls_ssl_free(&ssl); }
 
-    static int send_cb(void* ctx, const unsigned char* buf, size_t len) {
+    static int send_cb(void* ctx, const unsigned char* buf, size_t len) noexcept {
         static_cast<State*>(ctx)->out.append(reinterpret_cast<const char*>(buf), len);
         return static_cast<int>(len);
     }
-    static int recv_cb(void* ctx, unsigned char* buf, size_t len) {
+    static int recv_cb(void* ctx, unsigned char* buf, size_t len) noexcept {
         auto* s = static_cast<State*>(ctx);
         const size_t avail = s->in.size() - s->in_pos;
         if (avail == 0) return MBEDTLS_ERR_SSL_WANT_READ;
@@ -229,7 +229,7 @@ struct TlsSession::State {
     }
 
     // The host name check, replacing mbedTLS's (which ignores IP SANs in 2.28).
-    static int verify_cb(void* ctx, mbedtls_x509_crt* crt, int depth, uint32_t* flags) {
+    static int verify_cb(void* ctx, mbedtls_x509_crt* crt, int depth, uint32_t* flags) noexcept {
         auto* s = static_cast<State*>(ctx);
         if (depth != 0) return 0;
         const std::vector<San> sans = subject_alt_names(crt);

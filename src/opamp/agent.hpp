@@ -3,6 +3,7 @@
 //
 // Connection states and what moves between them (everything runs on the one loop):
 //
+// clang-format off
 //   state        event                          next         action
 //   idle         start()                        connecting   read token, open transport
 //   connecting   transport open                 connected    full report, heartbeat timer
@@ -16,6 +17,7 @@
 //   waiting      reconnect timer                connecting   open a new transport
 //   any          stop(done)                     stopping     agent_disconnect + close 1000
 //   stopping     transport closed / 3 s         stopped      done()
+// clang-format on
 //
 // Invariants: sequence_num grows by one for every message sent in this process; the first message
 // of every connection is a full report; a message is sent only for a change, a heartbeat, a

@@ -2,8 +2,9 @@
 //
 // One SIGCHLD watcher runs a waitpid loop. On Linux it is waitpid(-1, WNOHANG): a pid somebody
 // watches goes to its owner, any other pid is an orphan that was re-parented to us (we are PID 1 or
-// a registered child subreaper) and is just reaped. On macOS there is no subreaper and waitpid(-1)
-// would only find our own children anyway; there we ask for each watched pid.
+// a registered child subreaper) and is just reaped. (Elsewhere, where there is no subreaper, the
+// non-Linux branch asks for each watched pid; no build compiles it today: see docs/architecture.md,
+// "Platforms".)
 //
 // Ordering: spawn() and watch() happen in one loop callback, and SIGCHLD reaches us as a loop
 // event, so a child that exits at once is never reaped before its owner is registered.

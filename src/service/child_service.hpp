@@ -1,12 +1,14 @@
 // ChildService: container.supervisorCommand as our child, behind ServiceController.
 //
 // States (service::State), with what moves between them:
+// clang-format off
 //   stopped             start()                          running
 //   running             the leader ends, not asked to    waiting_to_restart (or stopped: gave up)
 //   waiting_to_restart  the restart delay is over        running
 //   waiting_to_restart  start() / stop()                 running / stopped
 //   running             stop()                           stopping: TERM to the group
 //   stopping            the group is gone (or KILLed)    stopped; KILL after stopTimeout
+// clang-format on
 // Desired (service::Desired) records why a stopped child is stopped: not started yet, stopped on
 // request, or given up. Invariants: at most one child at a time; a restart happens only from
 // waiting_to_restart, so nothing restarts a child that stop() stopped; a child whose leader ended
