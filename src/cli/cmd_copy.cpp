@@ -149,10 +149,14 @@ int cmd_copy(const std::vector<std::string>& argv) {
     if (args->flag("help")) return print_help("copy");
     const auto& pos = args->positional();
     if (pos.size() != 2) return usage_error("copy", "expects exactly two arguments: SRC DST");
-    if (pos[0].empty() || pos[0][0] != '/')
-        return usage_error("copy", "SRC " + std::string(kRelativeHint) + ": " + pos[0]);
-    if (pos[1].empty() || pos[1][0] != '/')
-        return usage_error("copy", "DST " + std::string(kRelativeHint) + ": " + pos[1]);
+    // A refused path ends with exit 1 like every other (spec: "An error names the path and the
+    // reason on stderr and ends with exit code 1"); only the argument count is a usage error.
+    if (pos[0].empty() || pos[0][0] != '/') {
+        return fail_path("copy", pos[0], "SRC " + std::string(kRelativeHint));
+    }
+    if (pos[1].empty() || pos[1][0] != '/') {
+        return fail_path("copy", pos[1], "DST " + std::string(kRelativeHint));
+    }
     const std::string& src_path = pos[0];
 
     auto src = open_source(src_path);
@@ -185,7 +189,7 @@ int cmd_install_self(const std::vector<std::string>& argv) {
     const auto& pos = args->positional();
     if (pos.size() != 1) return usage_error("install-self", "expects exactly one argument: DIR");
     if (pos[0].empty() || pos[0][0] != '/') {
-        return usage_error("install-self", "DIR " + std::string(kRelativeHint) + ": " + pos[0]);
+        return fail_path("install-self", pos[0], "DIR " + std::string(kRelativeHint));
     }
     auto self = open_self();
     if (!self) return runtime_error(self.error().context("install-self"));

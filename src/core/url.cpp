@@ -150,9 +150,12 @@ Result<HostPort> parse_host_port(std::string_view text) {
             return fail("an IPv6 address needs brackets, e.g. \"[::]:13135\"");
         }
         if (hp.host.empty()) return fail("missing host (use 0.0.0.0 for every interface)");
-        if (!is_ipv4(hp.host)) {
-            return fail("\"" + hp.host + "\" is not an IP address (names are not resolved here)");
+        // A name is resolved when listening; what looks like a dotted quad must be one.
+        const bool numeric = hp.host.find_first_not_of("0123456789.") == std::string::npos;
+        if (numeric ? !is_ipv4(hp.host) : !is_host_name(hp.host)) {
+            return fail("\"" + hp.host + "\" is not an IP address or a host name");
         }
+        if (!numeric) hp.host = text::lower(hp.host);
         port_text = text.substr(colon + 1);
     }
     auto port = parse_port(port_text);

@@ -36,7 +36,8 @@ uint16_t default_port(std::string_view scheme);
 
 // A ws://, wss://, http:// or https:// URL: no user info, no fragment, port 1..65535.
 [[nodiscard]] Result<Url> parse_url(std::string_view text);
-// "127.0.0.1:13135" or "[::]:13135": an IP address literal (never a name) and a port 1..65535.
+// host:port: "127.0.0.1:13135", "[::]:13135" or "localhost:13135" (a name is resolved by whoever
+// listens on it), and a port 1..65535.
 [[nodiscard]] Result<HostPort> parse_host_port(std::string_view text);
 // 127.0.0.0/8, ::1 (any spelling) or "localhost" (any case).
 bool is_loopback_host(std::string_view host);

@@ -221,17 +221,62 @@ ProbeServer::~ProbeServer() {
     conns_.clear();
 }
 
-Status ProbeServer::listen(const HostPort& where) {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The address to bind. IP literals as written (a dotted quad that does not parse is refused, never
+// looked up); "localhost" and *.localhost are 127.0.0.1 (RFC 6761, as in net/); any other name is
+// resolved once, here, and its first address is used. listen() runs at start-up before the loop
+// does, so waiting for the resolver holds up nothing.
+Result<sockaddr_storage> bind_address(uv_loop_t* loop, const HostPort& where) {
     sockaddr_storage addr{};
-    int rc =
-        where.ipv6()
-            ? uv_ip6_addr(where.host.c_str(), where.port, reinterpret_cast<sockaddr_in6*>(&addr))
-            : uv_ip4_addr(where.host.c_str(), where.port, reinterpret_cast<sockaddr_in*>(&addr));
+    const std::string& h = where.host;
+    if (where.ipv6()) {
+        int rc = uv_ip6_addr(h.c_str(), where.port, reinterpret_cast<sockaddr_in6*>(&addr));
+        if (rc != 0) return fail(uv_strerror(rc));
+        return addr;
+    }
+    if (h.find_first_not_of("0123456789.") == std::string::npos) {
+        int rc = uv_ip4_addr(h.c_str(), where.port, reinterpret_cast<sockaddr_in*>(&addr));
+        if (rc != 0) return fail(uv_strerror(rc));
+        return addr;
+    }
+    if (h == "localhost" || ends_with(h, ".localhost")) {
+        uv_ip4_addr("127.0.0.1", where.port, reinterpret_cast<sockaddr_in*>(&addr));
+        return addr;
+    }
+    uv_getaddrinfo_t req{};
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    const std::string port = std::to_string(where.port);
+    // No callback: libuv resolves synchronously.
+    int rc = uv_getaddrinfo(loop, &req, nullptr, h.c_str(), port.c_str(), &hints);
+    if (rc != 0) return fail("resolve " + h + ": " + uv_strerror(rc));
+    for (addrinfo* p = req.addrinfo; p != nullptr; p = p->ai_next) {
+        if (p->ai_family != AF_INET && p->ai_family != AF_INET6) continue;
+        std::memcpy(&addr, p->ai_addr, p->ai_addrlen);
+        uv_freeaddrinfo(req.addrinfo);
+        return addr;
+    }
+    uv_freeaddrinfo(req.addrinfo);
+    return fail("resolve " + h + ": no IPv4 or IPv6 address");
+}
+
+}  // namespace
+
+Status ProbeServer::listen(const HostPort& where) {
     std::string what = "probe server: listen on " + where.str();
-    if (rc != 0) return fail(what + ": " + uv_strerror(rc));
+    auto resolved = bind_address(loop_.get(), where);
+    if (!resolved) return resolved.fail(what);
+    sockaddr_storage addr = *resolved;
     listener_ = loop::Handle<uv_tcp_t>(loop_.get());
     listener_->data = this;
-    rc = uv_tcp_bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), 0);
+    int rc = uv_tcp_bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), 0);
     if (rc == 0) rc = uv_listen(listener_.stream(), 128, on_connection);
     if (rc != 0) return fail(what + ": " + uv_strerror(rc));
     sockaddr_storage bound{};

@@ -47,7 +47,8 @@ class ProbeServer {
     ProbeServer(const ProbeServer&) = delete;
     ProbeServer& operator=(const ProbeServer&) = delete;
 
-    // Binds and listens (IPv4 or IPv6 literal; port 0 picks a free one, see port()).
+    // Binds and listens: an IPv4 or IPv6 literal, or a name resolved now (localhost is 127.0.0.1);
+    // port 0 picks a free one, see port().
     [[nodiscard]] Status listen(const HostPort& where);
     int port() const { return port_; }
     size_t connections() const { return conns_.size(); }

@@ -257,6 +257,20 @@ TEST_CASE("probe server: listens on IPv6 loopback") {
     if (skipped) MYR_SKIP("IPv6 loopback not available here: " << why);
 }
 
+TEST_CASE("probe server: a host name is resolved when listening; localhost is 127.0.0.1") {
+    loop::Loop loop;
+    {
+        loop::UvScheduler sched(loop.get());
+        ProbeServer s(loop, sched, fixed(true, true));
+        REQUIRE(s.listen(HostPort{"localhost", 0}));
+        CHECK(s.port() > 0);
+        int fd = connect_to(s.port());  // 127.0.0.1
+        CHECK(fd >= 0);
+        if (fd >= 0) ::close(fd);
+    }
+    CHECK(loop.close() == 0);
+}
+
 TEST_CASE("probe server: refuses a bad listen address, naming it") {
     loop::Loop loop;
     {
