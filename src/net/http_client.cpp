@@ -114,13 +114,7 @@ void HttpClient::Impl::start() {
     parser_ =
         std::make_unique<ResponseParser>(opts_.limits, std::move(ph), false, req_.method == "HEAD");
 
-    StreamOptions so;
-    so.host = req_.url.host;
-    so.port = req_.url.port != 0 ? req_.url.port : default_port(req_.url.scheme);
-    so.tls = req_.url.scheme == "https";
-    so.ca_file = opts_.ca_file;
-    so.allow_insecure_transport = opts_.allow_insecure_transport;
-    so.label = label_;
+    StreamOptions so = stream_to(req_.url, opts_.ca_file, opts_.allow_insecure_transport);
     Stream::Handlers sh;
     sh.on_connected = [this] { on_connected(); };
     sh.on_data = [this](std::string_view d) { on_data(d); };
@@ -189,14 +183,7 @@ void HttpClient::Impl::finish(Result<HttpResponse> r) {
     if (!r && r.error().code() == Errc::unknown) {
         r = fail(Error(Errc::network, r.error().message(), r.error().sys_errno()));
     }
-    running_ = false;
-    connect_timer_->stop();
-    idle_timer_->stop();
-    total_timer_->stop();
-    guard_.drop();
-    // Destroying the stream from inside its own handler is allowed; the socket closes at once,
-    // so no half-read connection is ever reused.
-    stream_.reset();
+    cancel();
     if (h_.on_done) {
         auto cb = h_.on_done;
         cb(std::move(r));
@@ -209,6 +196,8 @@ void HttpClient::Impl::cancel() {
     idle_timer_->stop();
     total_timer_->stop();
     guard_.drop();
+    // Destroying the stream from inside its own handler is allowed; the socket closes at once,
+    // so no half-read connection is ever reused.
     stream_.reset();
 }
 

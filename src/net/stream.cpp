@@ -10,6 +10,7 @@
 
 #include "loop/handle.hpp"
 #include "net/tls.hpp"
+#include "net/url_text.hpp"
 
 namespace myr::net {
 namespace {
@@ -49,6 +50,17 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 }  // namespace
+
+StreamOptions stream_to(const Url& url, std::string ca_file, bool allow_insecure_transport) {
+    StreamOptions so;
+    so.host = url.host;
+    so.port = url.port != 0 ? url.port : default_port(url.scheme);
+    so.tls = url.secure();
+    so.ca_file = std::move(ca_file);
+    so.allow_insecure_transport = allow_insecure_transport;
+    so.label = url_label(url);
+    return so;
+}
 
 bool is_loopback_address(const std::string& numeric) {
     in_addr v4{};

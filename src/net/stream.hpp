@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "core/url.hpp"
 #include "loop/scheduler.hpp"
 
 namespace myr::net {
@@ -66,6 +67,10 @@ class Stream {
   private:
     Impl* impl_;
 };
+
+// The stream to a URL's host: its port (or the scheme's default), TLS for https:// and wss://,
+// labelled with the URL for messages.
+StreamOptions stream_to(const Url& url, std::string ca_file, bool allow_insecure_transport);
 
 // Whether a numeric address is loopback (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104).
 bool is_loopback_address(const std::string& numeric);

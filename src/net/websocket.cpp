@@ -105,13 +105,7 @@ void WebSocketClient::Impl::connect() {
         return;
     }
 
-    StreamOptions so;
-    so.host = opts_.url.host;
-    so.port = opts_.url.port != 0 ? opts_.url.port : default_port(opts_.url.scheme);
-    so.tls = opts_.url.scheme == "wss";
-    so.ca_file = opts_.ca_file;
-    so.allow_insecure_transport = opts_.allow_insecure_transport;
-    so.label = label_;
+    StreamOptions so = stream_to(opts_.url, opts_.ca_file, opts_.allow_insecure_transport);
     Stream::Handlers sh;
     sh.on_connected = [this] { on_connected(); };
     sh.on_data = [this](std::string_view d) { on_data(d); };
