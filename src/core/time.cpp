@@ -6,12 +6,6 @@
 namespace myr {
 namespace {
 
-class SystemClock : public Clock {
-  public:
-    MonoTime now() const override { return std::chrono::steady_clock::now(); }
-    WallTime wall() const override { return std::chrono::system_clock::now(); }
-};
-
 bool is_digit(char c) {
     return c >= '0' && c <= '9';
 }
@@ -25,11 +19,6 @@ bool add_ok(uint64_t a, uint64_t b, uint64_t& out) {
 }
 
 }  // namespace
-
-Clock& system_clock() {
-    static SystemClock clock;
-    return clock;
-}
 
 WallTime wall_now() {
     return std::chrono::system_clock::now();

@@ -22,10 +22,8 @@ class Clock {
     virtual WallTime wall() const = 0;
 };
 
-// The real clocks.
-Clock& system_clock();
-
-// A clock that only moves when told to.
+// A clock that only moves when told to, for pure functions of time (the restart policy). Code on
+// the loop gets its time from loop::Scheduler, whose UvScheduler is the real clock.
 class FakeClock : public Clock {
   public:
     MonoTime now() const override { return mono_; }
