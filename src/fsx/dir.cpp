@@ -42,6 +42,18 @@ Result<UniqueFd> open_dir(const std::string& abs_path) {
     return fd;
 }
 
+Result<UniqueFd> open_or_create_dir(const std::string& abs_path) {
+    auto fd = open_dir(abs_path);
+    if (fd) return fd;
+    if (fd.error().sys_errno() != ENOENT) return fd.fail("open " + abs_path);
+    if (::mkdir(abs_path.c_str(), 0755) != 0 && errno != EEXIST) {
+        return fail_errno("create " + abs_path);
+    }
+    fd = open_dir(abs_path);
+    if (!fd) return fd.fail("open " + abs_path);
+    return fd;
+}
+
 Result<UniqueFd> open_dir_at(int dirfd, const std::string& name) {
     MYR_TRY(detail::check_name(name), "open directory");
     UniqueFd fd(::openat(dirfd, name.c_str(), kDirFlags));

@@ -150,15 +150,8 @@ Result<Journal> Journal::open(const std::string& state_dir) {
     }
     Journal j;
     j.dir_ = state_dir;
-    auto fd = fsx::open_dir(state_dir);
-    if (!fd) {
-        if (fd.error().sys_errno() != ENOENT) return fd.fail("open " + state_dir);
-        if (::mkdir(state_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-            return fail_errno("create " + state_dir);
-        }
-        fd = fsx::open_dir(state_dir);
-        if (!fd) return fd.fail("open " + state_dir);
-    }
+    auto fd = fsx::open_or_create_dir(state_dir);
+    if (!fd) return fd.fail();
     j.fd_ = std::move(*fd);
     return j;
 }

@@ -60,15 +60,8 @@ Result<Volume> Volume::open(const std::string& install_dir, const std::string& b
     Volume v;
     v.path_ = install_dir;
     v.binary_ = binary;
-    auto root = fsx::open_dir(install_dir);
-    if (!root) {
-        if (root.error().sys_errno() != ENOENT) return root.fail("open " + install_dir);
-        if (::mkdir(install_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-            return fail_errno("create " + install_dir);
-        }
-        root = fsx::open_dir(install_dir);
-        if (!root) return root.fail("open " + install_dir);
-    }
+    auto root = fsx::open_or_create_dir(install_dir);
+    if (!root) return root.fail();
     v.root_ = std::move(*root);
     auto versions = ensure_dir(v.root_.get(), "versions", install_dir + "/versions");
     if (!versions) return versions.fail();
