@@ -19,9 +19,10 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "core/fd.hpp"
+#include "core/file.hpp"
 #include "fsx/copy.hpp"
 #include "fsx/dir.hpp"
-#include "fsx/fd.hpp"
 
 namespace myr::cli {
 
@@ -57,32 +58,29 @@ int fail_path(const std::string& command, const std::string& path, const std::st
 
 // An open source file and what fstat said about it.
 struct Source {
-    fsx::UniqueFd fd;
-    struct stat st {};
+    UniqueFd fd;
+    struct stat st{};
 };
 
 // Opens a source path that may be a symlink but must resolve to a regular file. The type is checked
 // with stat before opening (a FIFO without a writer would block open) and again on the opened fd.
 Result<Source> open_source(const std::string& path) {
-    struct stat st {};
+    struct stat st{};
     if (::stat(path.c_str(), &st) != 0) return fail_errno("cannot read source");
     if (!S_ISREG(st.st_mode)) {
-        return fail(std::string("refusing ") + fsx::file_type_name(st.st_mode) +
+        return fail(std::string("refusing ") + file_type_name(st.st_mode) +
                     " as source: not a regular file");
     }
-    // O_NONBLOCK in case the entry was swapped for a FIFO after the stat; cleared below.
+    // Swapped for a FIFO or a directory after the stat: open_regular neither blocks nor accepts it.
+    auto fd = open_regular(path);
+    if (!fd) {
+        if (fd.error().sys_errno() == EINVAL)
+            return fail("refusing source: " + fd.error().message());
+        return fail_errno("cannot open source", fd.error().sys_errno());
+    }
     Source src;
-    src.fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-    if (!src.fd) return fail_errno("cannot open source");
+    src.fd = std::move(*fd);
     if (::fstat(src.fd.get(), &src.st) != 0) return fail_errno("fstat source");
-    if (!S_ISREG(src.st.st_mode)) {
-        return fail(std::string("refusing ") + fsx::file_type_name(src.st.st_mode) +
-                    " as source: not a regular file");
-    }
-    int fl = ::fcntl(src.fd.get(), F_GETFL);
-    if (fl < 0 || ::fcntl(src.fd.get(), F_SETFL, fl & ~O_NONBLOCK) != 0) {
-        return fail_errno("fcntl source");
-    }
     return src;
 }
 
@@ -111,7 +109,7 @@ int install_file(const std::string& command, const Source& src, const std::strin
         }
         if (!S_ISREG(d.st_mode)) {
             return fail_path(command, dst_path,
-                             std::string("refusing ") + fsx::file_type_name(d.st_mode) +
+                             std::string("refusing ") + file_type_name(d.st_mode) +
                                  " destination: not a regular file");
         }
         if (d.st_dev == src.st.st_dev && d.st_ino == src.st.st_ino) {
@@ -151,10 +149,14 @@ int cmd_copy(const std::vector<std::string>& argv) {
     if (args->flag("help")) return print_help("copy");
     const auto& pos = args->positional();
     if (pos.size() != 2) return usage_error("copy", "expects exactly two arguments: SRC DST");
-    if (pos[0].empty() || pos[0][0] != '/')
-        return usage_error("copy", "SRC " + std::string(kRelativeHint) + ": " + pos[0]);
-    if (pos[1].empty() || pos[1][0] != '/')
-        return usage_error("copy", "DST " + std::string(kRelativeHint) + ": " + pos[1]);
+    // A refused path ends with exit 1 like every other (spec: "An error names the path and the
+    // reason on stderr and ends with exit code 1"); only the argument count is a usage error.
+    if (pos[0].empty() || pos[0][0] != '/') {
+        return fail_path("copy", pos[0], "SRC " + std::string(kRelativeHint));
+    }
+    if (pos[1].empty() || pos[1][0] != '/') {
+        return fail_path("copy", pos[1], "DST " + std::string(kRelativeHint));
+    }
     const std::string& src_path = pos[0];
 
     auto src = open_source(src_path);
@@ -165,7 +167,7 @@ int cmd_copy(const std::vector<std::string>& argv) {
     // Trailing slashes are dropped first: lstat("/x/link/") would follow the link.
     const bool wants_dir = pos[1].size() > 1 && pos[1].back() == '/';
     const std::string dst = strip_trailing_slashes(pos[1]);
-    struct stat st {};
+    struct stat st{};
     if (::lstat(dst.c_str(), &st) == 0) {
         if (S_ISDIR(st.st_mode))
             return install_file("copy", *src, dst, basename_of(src_path), mode);
@@ -187,7 +189,7 @@ int cmd_install_self(const std::vector<std::string>& argv) {
     const auto& pos = args->positional();
     if (pos.size() != 1) return usage_error("install-self", "expects exactly one argument: DIR");
     if (pos[0].empty() || pos[0][0] != '/') {
-        return usage_error("install-self", "DIR " + std::string(kRelativeHint) + ": " + pos[0]);
+        return fail_path("install-self", pos[0], "DIR " + std::string(kRelativeHint));
     }
     auto self = open_self();
     if (!self) return runtime_error(self.error().context("install-self"));

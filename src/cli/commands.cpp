@@ -6,22 +6,23 @@ namespace myr::cli {
 
 const std::vector<Command>& commands() {
     static const std::vector<Command> table = {
-        {"container", "run as PID 1 of a container: seed the collector, supervise, update",
+        {"container", "run as PID 1 of a container: seed the collector, supervise, report",
          "Usage: myriarch-updater container --config FILE\n"
          "\n"
          "Runs as the main process (PID 1) of a container: recovers and seeds the collector on\n"
          "the volume, starts container.supervisorCommand as a child, serves /healthz and /readyz\n"
-         "on container.healthListen, and installs collector versions offered over OpAMP.\n"
-         "Linux and macOS only.\n"
+         "on container.healthListen, and reports to the OpAMP server. Installing offered versions\n"
+         "is not built yet: offers are answered InstallFailed (see the README, Status).\n"
+         "Linux only.\n"
          "\n"
          "Options:\n"
          "  --config FILE   updater.yaml (must contain a container section)\n",
          cmd_container},
-        {"run", "host mode next to a service manager (not implemented yet)",
+        {"run", "host mode next to a service manager (not built yet)",
          "Usage: myriarch-updater run --config FILE\n"
          "\n"
-         "Host mode: the same installer driving a systemd unit instead of a child process.\n"
-         "Not implemented yet in this release; use `container`.\n",
+         "Host mode: the container runtime driving a systemd unit instead of a child process.\n"
+         "Not built yet (see the README, Status); use `container`.\n",
          cmd_run},
         {"install-self", "copy this binary to DIR/myriarch-updater (init containers)",
          "Usage: myriarch-updater install-self DIR\n"
@@ -69,8 +70,9 @@ const Command* find_command(const std::string& name) {
 
 std::string overview() {
     std::string out =
-        "myriarch-updater: keeps an OpenTelemetry collector binary up to date on a volume, as PID 1\n"
-        "of a container, with verified downloads, atomic swaps and automatic rollback.\n"
+        "myriarch-updater: runs an OpenTelemetry collector's supervisor as PID 1 of a container,\n"
+        "with the collector binary on a volume (seeded, journaled, recovered) and an OpAMP agent.\n"
+        "Installing the versions the server offers is not built yet (see the README, Status).\n"
         "\n"
         "Usage: myriarch-updater <command> [options]\n"
         "\n"

@@ -14,28 +14,9 @@
 #include "core/log.hpp"
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "core/url.hpp"
 
 namespace myr::config {
-
-// A parsed ws://, wss://, http:// or https:// URL.
-struct Url {
-    std::string scheme;  // lower case: "ws", "wss", "http", "https"
-    std::string host;    // without brackets for IPv6 literals
-    uint16_t port = 0;   // explicit or the scheme's default
-    std::string path;    // starts with "/"; includes the query, if any
-    bool secure() const { return scheme == "wss" || scheme == "https"; }
-    std::string str() const;  // canonical form
-    friend bool operator==(const Url&, const Url&) = default;
-};
-
-// host:port for a listening socket. IPv6 as "[::]:13135".
-struct HostPort {
-    std::string host;  // without brackets
-    uint16_t port = 0;
-    bool ipv6() const { return host.find(':') != std::string::npos; }
-    std::string str() const;
-    friend bool operator==(const HostPort&, const HostPort&) = default;
-};
 
 // A semantic version as written ("v0.116.0" stays as written; comparison lives in version/).
 struct VersionText {
@@ -160,14 +141,6 @@ Result<Config> load_or_error(const std::string& path, Mode mode);
 
 // Files larger than this are refused before parsing (the example is about 2 KiB).
 inline constexpr size_t kMaxFileSize = 1024 * 1024;
-
-// The parsers the loader uses, public so that other modules and tests parse the same way.
-// A ws://, wss://, http:// or https:// URL: no user info, no fragment, port 1..65535.
-Result<Url> parse_url(std::string_view text);
-// "127.0.0.1:13135" or "[::]:13135": an IP address literal (never a name) and a port 1..65535.
-Result<HostPort> parse_host_port(std::string_view text);
-// 127.0.0.0/8, ::1 (any spelling) or "localhost" (any case).
-bool is_loopback_host(std::string_view host);
 
 // The download prefixes in effect: update.allowedDownloadPrefixes, or when that is empty the
 // artifact path on the endpoint's host (wss -> https, ws -> http, same host and port, /artifacts/).

@@ -1,8 +1,6 @@
 // Entry points: read the file safely (type and size checked before parsing, never blocking on a
 // FIFO), parse it into a tree, decode, apply the rules, and report every problem in file order.
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +8,7 @@
 
 #include "config/config.hpp"
 #include "config/loader.hpp"
+#include "core/file.hpp"
 
 namespace myr::config {
 
@@ -61,15 +60,6 @@ Problem file_problem(const std::string& path, std::string message) {
     return Problem{path, 0, 0, "", std::move(message)};
 }
 
-const char* type_name(mode_t m) {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISSOCK(m)) return "a socket";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    return "not a regular file";
-}
-
 }  // namespace
 
 LoadResult load_string(std::string_view text, const std::string& name, Mode mode) {
@@ -115,58 +105,39 @@ LoadResult load_string(std::string_view text, const std::string& name, Mode mode
 LoadResult load_file(const std::string& path, Mode mode) {
     LoadResult out;
     // The type is checked before opening: opening a FIFO without a writer would block.
-    struct stat st {};
+    struct stat st{};
     if (::stat(path.c_str(), &st) != 0) {
         out.problems.push_back(file_problem(path, std::strerror(errno)));
         return out;
     }
     if (!S_ISREG(st.st_mode)) {
         out.problems.push_back(
-            file_problem(path, std::string("is ") + type_name(st.st_mode) + ", not a file"));
+            file_problem(path, std::string("is a ") + file_type_name(st.st_mode) + ", not a file"));
         return out;
     }
     if (static_cast<uint64_t>(st.st_size) > kMaxFileSize) {
         out.problems.push_back(file_problem(path, "is " + size_text(st.st_size)));
         return out;
     }
-    // O_NONBLOCK in case the entry was replaced by a FIFO after the stat.
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) {
-        out.problems.push_back(file_problem(path, std::strerror(errno)));
+    auto fd = open_regular(path);
+    if (!fd) {
+        // Replaced by something else after the stat, or not readable.
+        const Error& e = fd.error();
+        out.problems.push_back(file_problem(path, e.sys_errno() != 0 && e.sys_errno() != EINVAL
+                                                      ? std::strerror(e.sys_errno())
+                                                      : "is not a regular file"));
         return out;
     }
-    std::string text;
-    std::string error;
-    if (::fstat(fd, &st) != 0) {
-        error = std::strerror(errno);
-    } else if (!S_ISREG(st.st_mode)) {
-        error = std::string("is ") + type_name(st.st_mode) + ", not a file";
-    } else {
-        // Read at most one byte past the limit: the file may grow after the fstat.
-        text.resize(kMaxFileSize + 1);
-        size_t have = 0;
-        while (have < text.size()) {
-            ssize_t n = ::read(fd, text.data() + have, text.size() - have);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) {
-                error = std::string("read: ") + std::strerror(errno);
-                break;
-            }
-            if (n == 0) break;
-            have += static_cast<size_t>(n);
-        }
-        text.resize(have);
-        if (error.empty() && have > kMaxFileSize) {
-            error = "is more than the " + std::to_string(kMaxFileSize / 1024) +
-                    " KiB limit for a configuration file";
-        }
-    }
-    ::close(fd);
-    if (!error.empty()) {
-        out.problems.push_back(file_problem(path, error));
+    auto text = read_bounded(fd->get(), kMaxFileSize);
+    if (!text) {
+        out.problems.push_back(file_problem(path, text.error().sys_errno() == EFBIG
+                                                      ? "is more than the " +
+                                                            std::to_string(kMaxFileSize / 1024) +
+                                                            " KiB limit for a configuration file"
+                                                      : text.error().message()));
         return out;
     }
-    return load_string(text, path, mode);
+    return load_string(*text, path, mode);
 }
 
 Result<Config> load_or_error(const std::string& path, Mode mode) {
@@ -178,7 +149,7 @@ Result<Config> load_or_error(const std::string& path, Mode mode) {
         msg += r.problems[i].str();
     }
     if (msg.empty()) msg = path + ": cannot load the configuration";
-    return fail(msg);
+    return fail(Errc::invalid, msg);
 }
 
 }  // namespace myr::config

@@ -203,4 +203,13 @@ void check_rules(const Config& cfg, Context& ctx) {
     check_container(cfg, ctx);
 }
 
+std::vector<Url> effective_download_prefixes(const Config& cfg) {
+    if (!cfg.update.allowed_download_prefixes.empty()) return cfg.update.allowed_download_prefixes;
+    if (!cfg.server.endpoint) return {};
+    Url u = *cfg.server.endpoint;
+    u.scheme = u.secure() ? "https" : "http";
+    u.path = "/artifacts/";
+    return {u};
+}
+
 }  // namespace myr::config

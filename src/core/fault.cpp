@@ -46,8 +46,8 @@ void load() {
     size_t pos = 0;
     while (pos <= spec.size()) {
         size_t comma = spec.find(',', pos);
-        std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos
-                                                                       : comma - pos);
+        std::string item =
+            spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
         size_t colon = item.rfind(':');
         if (colon != std::string::npos) {
             Rule r;
@@ -55,7 +55,8 @@ void load() {
             r.action = item.substr(colon + 1);
             size_t at = r.action.find('@');
             if (at != std::string::npos) {
-                r.pass = static_cast<unsigned>(std::strtoul(r.action.c_str() + at + 1, nullptr, 10));
+                r.pass =
+                    static_cast<unsigned>(std::strtoul(r.action.c_str() + at + 1, nullptr, 10));
                 r.action.resize(at);
             }
             s.rules.push_back(r);
@@ -79,7 +80,9 @@ void append_trace(const std::string& path, std::string_view name) {
 
 }  // namespace
 
-void reload() { load(); }
+void reload() {
+    load();
+}
 
 Status point(std::string_view name) {
     State& s = state();
@@ -96,14 +99,16 @@ Status point(std::string_view name) {
             ::_exit(137);
         }
         if (r.action == "fail") {
-            return fail("injected fault at " + std::string(name));
+            return fail(Errc::injected, "injected fault at " + std::string(name));
         }
     }
     return {};
 }
 #else
 void reload() {}
-Status point(std::string_view) { return {}; }
+Status point(std::string_view) {
+    return {};
+}
 #endif
 
 }  // namespace myr::fault

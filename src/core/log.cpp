@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "core/hex.hpp"
 #include "core/time.hpp"
 
 namespace myr::log {
@@ -15,10 +16,14 @@ Format g_format = Format::text;
 
 const char* level_name(Level l) {
     switch (l) {
-        case Level::debug: return "debug";
-        case Level::info: return "info";
-        case Level::warn: return "warn";
-        case Level::error: return "error";
+        case Level::debug:
+            return "debug";
+        case Level::info:
+            return "info";
+        case Level::warn:
+            return "warn";
+        case Level::error:
+            return "error";
     }
     return "?";
 }
@@ -33,19 +38,27 @@ bool needs_quotes(std::string_view v) {
 
 // Escapes for both logfmt quoted values and JSON strings: the same rules serve both.
 void append_escaped(std::string& out, std::string_view v) {
-    static const char* hex = "0123456789abcdef";
     for (unsigned char c : v) {
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
             default:
                 if (c < 0x20 || c == 0x7f) {
                     out += "\\u00";
-                    out += hex[c >> 4];
-                    out += hex[c & 15];
+                    hex::append(out, c);
                 } else {
                     out += static_cast<char>(c);
                 }
@@ -82,9 +95,13 @@ void configure(Level level, Format format) {
     g_format = format;
 }
 
-Level level() { return g_level; }
+Level level() {
+    return g_level;
+}
 
-bool enabled(Level l) { return static_cast<int>(l) >= static_cast<int>(g_level); }
+bool enabled(Level l) {
+    return static_cast<int>(l) >= static_cast<int>(g_level);
+}
 
 std::string render(Format format, std::string_view ts, Level lvl, std::string_view msg,
                    std::initializer_list<Field> fields) {

@@ -1,6 +1,6 @@
-// One line per event on stderr: logfmt by default (`ts=… level=info msg="child started" pid=42`), or
-// JSON objects with log.format: json. Each line goes out in a single write(2) so it never interleaves
-// with the child's output, which shares our stderr.
+// One line per event on stderr: logfmt by default (`ts=… level=info msg="child started" pid=42`),
+// or JSON objects with log.format: json. Each line goes out in a single write(2) so it never
+// interleaves with the child's output, which shares our stderr.
 #pragma once
 
 #include <cstdint>

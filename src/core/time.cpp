@@ -6,26 +6,23 @@
 namespace myr {
 namespace {
 
-class SystemClock : public Clock {
-public:
-    MonoTime now() const override { return std::chrono::steady_clock::now(); }
-    WallTime wall() const override { return std::chrono::system_clock::now(); }
-};
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
 
 // Multiplies with overflow checking.
-bool mul_ok(uint64_t a, uint64_t b, uint64_t& out) { return !__builtin_mul_overflow(a, b, &out); }
-bool add_ok(uint64_t a, uint64_t b, uint64_t& out) { return !__builtin_add_overflow(a, b, &out); }
+bool mul_ok(uint64_t a, uint64_t b, uint64_t& out) {
+    return !__builtin_mul_overflow(a, b, &out);
+}
+bool add_ok(uint64_t a, uint64_t b, uint64_t& out) {
+    return !__builtin_add_overflow(a, b, &out);
+}
 
 }  // namespace
 
-Clock& system_clock() {
-    static SystemClock clock;
-    return clock;
+WallTime wall_now() {
+    return std::chrono::system_clock::now();
 }
-
-WallTime wall_now() { return std::chrono::system_clock::now(); }
 
 std::string format_rfc3339(WallTime t, bool millis) {
     using namespace std::chrono;
@@ -36,7 +33,7 @@ std::string format_rfc3339(WallTime t, bool millis) {
         frac += 1000;
         secs -= 1;
     }
-    struct tm tm {};
+    struct tm tm{};
     gmtime_r(&secs, &tm);
     char buf[48];
     size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);

@@ -1,4 +1,5 @@
-// Durations, clocks and time stamps. Timers and backoff take a Clock so tests can move time by hand.
+// Durations, clocks and time stamps. Timers and backoff take a Clock so tests can move time by
+// hand.
 #pragma once
 
 #include <chrono>
@@ -15,18 +16,16 @@ using MonoTime = std::chrono::steady_clock::time_point;
 using WallTime = std::chrono::system_clock::time_point;
 
 class Clock {
-public:
+  public:
     virtual ~Clock() = default;
     virtual MonoTime now() const = 0;
     virtual WallTime wall() const = 0;
 };
 
-// The real clocks.
-Clock& system_clock();
-
-// A clock that only moves when told to.
+// A clock that only moves when told to, for pure functions of time (the restart policy). Code on
+// the loop gets its time from loop::Scheduler, whose UvScheduler is the real clock.
 class FakeClock : public Clock {
-public:
+  public:
     MonoTime now() const override { return mono_; }
     WallTime wall() const override { return wall_; }
     void advance(Duration d) {
@@ -34,7 +33,7 @@ public:
         wall_ += d;
     }
 
-private:
+  private:
     MonoTime mono_{std::chrono::hours(1000)};
     WallTime wall_{std::chrono::seconds(1'800'000'000)};
 };

@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "core/fd.hpp"
+#include "core/file.hpp"
 #include "core/result.hpp"
-#include "fsx/fd.hpp"
 
 namespace myr::fsx {
 
@@ -22,6 +23,9 @@ namespace myr::fsx {
 // e.g. a volume mount point). Trailing slashes are ignored. The opened fd is checked to be the very
 // directory that lstat saw (same dev+ino), so a swap between the check and the open is detected.
 [[nodiscard]] Result<UniqueFd> open_dir(const std::string& abs_path);
+// open_dir, creating the directory (mode 0755, parents must exist) when it is missing. Errors say
+// "open <path>: …" or "create <path>: …".
+[[nodiscard]] Result<UniqueFd> open_or_create_dir(const std::string& abs_path);
 
 // Opens the single-component entry `name` in `dirfd` as a directory, refusing a symlink.
 [[nodiscard]] Result<UniqueFd> open_dir_at(int dirfd, const std::string& name);
@@ -64,8 +68,5 @@ namespace myr::fsx {
 // Removes `name` and, if it is a directory, everything below it. Never follows a symlink: a symlink
 // is unlinked as an entry, whatever it points to. A missing `name` is success. Does not fsync.
 [[nodiscard]] Status remove_tree_at(int dirfd, const std::string& name);
-
-// "symlink", "directory", "regular file", "character device", "block device", "FIFO", "socket".
-const char* file_type_name(mode_t mode);
 
 }  // namespace myr::fsx

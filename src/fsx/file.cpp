@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 
 #include "core/fault.hpp"
@@ -114,7 +113,7 @@ Status write_file_atomic(int dirfd, const std::string& name, std::string_view da
 Result<UniqueFd> open_regular_at(int dirfd, const std::string& name) {
     MYR_TRY(detail::check_name(name), "open");
     // Type first, so a device or FIFO is never opened at all (opening can have side effects).
-    struct stat st {};
+    struct stat st{};
     if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail_errno("open");
     if (S_ISLNK(st.st_mode)) return fail(Error("refusing symlink", ELOOP));
     if (!S_ISREG(st.st_mode)) {
@@ -125,49 +124,14 @@ Result<UniqueFd> open_regular_at(int dirfd, const std::string& name) {
     UniqueFd fd(
         ::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
     if (!fd) return fail_errno("open");
-    if (::fstat(fd.get(), &st) != 0) return fail_errno("fstat");
-    if (!S_ISREG(st.st_mode)) {
-        return fail(
-            Error(std::string("not a regular file (") + file_type_name(st.st_mode) + ")", EINVAL));
-    }
-    int fl = ::fcntl(fd.get(), F_GETFL);
-    if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl & ~O_NONBLOCK) != 0) return fail_errno("fcntl");
+    if (auto st = keep_if_regular(fd.get()); !st) return st.fail();
     return fd;
 }
 
 Result<std::string> read_file_at(int dirfd, const std::string& name, size_t max_size) {
     auto fd = open_regular_at(dirfd, name);
     if (!fd) return fd.fail();
-    struct stat st {};
-    if (::fstat(fd->get(), &st) != 0) return fail_errno("fstat");
-    std::string too_large = "larger than " + std::to_string(max_size) + " bytes";
-    if (static_cast<uint64_t>(st.st_size) > max_size) return fail(Error(too_large, EFBIG));
-    std::string out;
-    out.resize(static_cast<size_t>(st.st_size) + 1);
-    size_t got = 0;
-    // Reads until EOF but never more than max_size + 1 bytes, in case the file grows meanwhile.
-    for (;;) {
-        if (got == out.size()) {
-            if (out.size() > max_size) return fail(Error(too_large, EFBIG));
-            out.resize(std::min(max_size + 1, out.size() * 2 + 4096));
-        }
-        ssize_t n = ::read(fd->get(), out.data() + got, out.size() - got);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return fail_errno("read");
-        }
-        if (n == 0) break;
-        got += static_cast<size_t>(n);
-    }
-    if (got > max_size) return fail(Error(too_large, EFBIG));
-    out.resize(got);
-    return out;
-}
-
-bool is_temp_name(std::string_view name) {
-    constexpr std::string_view kMark = ".tmp-";
-    if (name.size() < 1 + 1 + kMark.size() + 6 || name[0] != '.') return false;
-    return name.substr(name.size() - 6 - kMark.size(), kMark.size()) == kMark;
+    return read_bounded(fd->get(), max_size);
 }
 
 }  // namespace myr::fsx

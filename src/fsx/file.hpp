@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/fd.hpp"
 #include "core/result.hpp"
-#include "fsx/fd.hpp"
 
 namespace myr::fsx {
 

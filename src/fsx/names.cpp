@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "fsx/file.hpp"
+
 namespace myr::fsx::detail {
 
 Status check_name(const std::string& name) {
@@ -32,7 +34,7 @@ uint64_t mix(uint64_t x) {
 
 std::string temp_name_for(const std::string& name) {
     static std::atomic<uint64_t> counter{0};
-    struct timespec ts {};
+    struct timespec ts{};
     ::clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t r = mix(counter.fetch_add(1) ^ (static_cast<uint64_t>(ts.tv_nsec) << 20) ^
                      static_cast<uint64_t>(ts.tv_sec) ^ (static_cast<uint64_t>(::getpid()) << 40));
@@ -48,3 +50,15 @@ std::string temp_name_for(const std::string& name) {
 }
 
 }  // namespace myr::fsx::detail
+
+namespace myr::fsx {
+
+// The rule that goes with temp_name_for: "." + a name of at least one character + ".tmp-" + six
+// characters.
+bool is_temp_name(std::string_view name) {
+    constexpr std::string_view kMark = ".tmp-";
+    if (name.size() < 1 + 1 + kMark.size() + 6 || name[0] != '.') return false;
+    return name.substr(name.size() - 6 - kMark.size(), kMark.size()) == kMark;
+}
+
+}  // namespace myr::fsx

@@ -59,7 +59,7 @@ std::string render(const Response& r, bool head, bool keep_alive) {
 // One client. Freed in the close callback of its TCP handle.
 struct ProbeServer::Conn {
     ProbeServer* server;
-    uv_tcp_t tcp{};
+    loop::Handle<uv_tcp_t> tcp;
     llhttp_t parser{};
     llhttp_settings_t settings{};
     std::unique_ptr<loop::Timer> timer;
@@ -73,17 +73,20 @@ struct ProbeServer::Conn {
     int writes_pending = 0;
     bool peer_done = false;  // the client half-closed: close once our answer is out
 
-    uv_handle_t* handle() { return reinterpret_cast<uv_handle_t*>(&tcp); }
-    uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp); }
+    Conn(ProbeServer* s, uv_loop_t* loop) : server(s), tcp(loop), timer(s->sched_.timer()) {
+        tcp->data = this;
+    }
+
+    uv_stream_t* stream() { return tcp.stream(); }
 
     void close() {
         if (closing) return;
         closing = true;
         timer.reset();
-        uv_close(handle(), [](uv_handle_t* h) {
-            auto* c = static_cast<Conn*>(h->data);
-            if (c->server) c->server->conns_.erase(c);
-            delete c;
+        // Pending writes complete (cancelled) before the close callback, which frees the Conn.
+        tcp.close([this] {
+            if (server) server->conns_.erase(this);
+            delete this;
         });
     }
 
@@ -113,7 +116,7 @@ struct ProbeServer::Conn {
         auto* w = new Write{{}, render(r, head, keep_alive), this, !keep_alive};
         w->req.data = w;
         uv_buf_t buf = uv_buf_init(w->bytes.data(), static_cast<unsigned>(w->bytes.size()));
-        int rc = uv_write(&w->req, stream(), &buf, 1, [](uv_write_t* req, int status) {
+        int rc = uv_write(&w->req, stream(), &buf, 1, [](uv_write_t* req, int status) noexcept {
             auto* w = static_cast<Write*>(req->data);
             // Pending writes complete (cancelled) before the close callback frees the Conn.
             Conn* c = w->conn;
@@ -176,28 +179,28 @@ struct ProbeServer::Conn {
 
     void init_parser() {
         llhttp_settings_init(&settings);
-        settings.on_url = [](llhttp_t* p, const char* at, size_t n) {
+        settings.on_url = [](llhttp_t* p, const char* at, size_t n) noexcept {
             Conn* c = of(p);
             if (c->count(n) != 0) return -1;
             c->target.append(at, n);
             return 0;
         };
-        settings.on_header_field = [](llhttp_t* p, const char*, size_t n) {
+        settings.on_header_field = [](llhttp_t* p, const char*, size_t n) noexcept {
             return of(p)->count(n);
         };
-        settings.on_header_value = [](llhttp_t* p, const char*, size_t n) {
+        settings.on_header_value = [](llhttp_t* p, const char*, size_t n) noexcept {
             return of(p)->count(n);
         };
-        settings.on_headers_complete = [](llhttp_t* p) {
+        settings.on_headers_complete = [](llhttp_t* p) noexcept {
             Conn* c = of(p);
             c->method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
             return 0;
         };
-        settings.on_body = [](llhttp_t* p, const char*, size_t) {
+        settings.on_body = [](llhttp_t* p, const char*, size_t) noexcept {
             of(p)->has_body = true;
             return -1;
         };
-        settings.on_message_complete = [](llhttp_t* p) {
+        settings.on_message_complete = [](llhttp_t* p) noexcept {
             of(p)->complete = true;
             return static_cast<int>(HPE_PAUSED);
         };
@@ -206,8 +209,9 @@ struct ProbeServer::Conn {
     }
 };
 
-ProbeServer::ProbeServer(loop::Loop& loop, Probes probes, ServerLimits limits)
-    : loop_(loop), probes_(std::move(probes)), limits_(limits) {}
+ProbeServer::ProbeServer(loop::Loop& loop, loop::Scheduler& sched, Probes probes,
+                         ServerLimits limits)
+    : loop_(loop), sched_(sched), probes_(std::move(probes)), limits_(limits) {}
 
 ProbeServer::~ProbeServer() {
     for (Conn* c : conns_) {
@@ -215,61 +219,96 @@ ProbeServer::~ProbeServer() {
         c->close();
     }
     conns_.clear();
-    if (listener_ != nullptr) {
-        listener_->data = nullptr;
-        uv_close(reinterpret_cast<uv_handle_t*>(listener_),
-                 [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
-    }
 }
 
-Status ProbeServer::listen(const config::HostPort& where) {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The address to bind. IP literals as written (a dotted quad that does not parse is refused, never
+// looked up); "localhost" and *.localhost are 127.0.0.1 (RFC 6761, as in net/); any other name is
+// resolved once, here, and its first address is used. listen() runs at start-up before the loop
+// does, so waiting for the resolver holds up nothing.
+Result<sockaddr_storage> bind_address(uv_loop_t* loop, const HostPort& where) {
     sockaddr_storage addr{};
-    int rc =
-        where.ipv6()
-            ? uv_ip6_addr(where.host.c_str(), where.port, reinterpret_cast<sockaddr_in6*>(&addr))
-            : uv_ip4_addr(where.host.c_str(), where.port, reinterpret_cast<sockaddr_in*>(&addr));
+    const std::string& h = where.host;
+    if (where.ipv6()) {
+        int rc = uv_ip6_addr(h.c_str(), where.port, reinterpret_cast<sockaddr_in6*>(&addr));
+        if (rc != 0) return fail(uv_strerror(rc));
+        return addr;
+    }
+    if (h.find_first_not_of("0123456789.") == std::string::npos) {
+        int rc = uv_ip4_addr(h.c_str(), where.port, reinterpret_cast<sockaddr_in*>(&addr));
+        if (rc != 0) return fail(uv_strerror(rc));
+        return addr;
+    }
+    if (h == "localhost" || ends_with(h, ".localhost")) {
+        uv_ip4_addr("127.0.0.1", where.port, reinterpret_cast<sockaddr_in*>(&addr));
+        return addr;
+    }
+    uv_getaddrinfo_t req{};
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    const std::string port = std::to_string(where.port);
+    // No callback: libuv resolves synchronously.
+    int rc = uv_getaddrinfo(loop, &req, nullptr, h.c_str(), port.c_str(), &hints);
+    if (rc != 0) return fail("resolve " + h + ": " + uv_strerror(rc));
+    for (addrinfo* p = req.addrinfo; p != nullptr; p = p->ai_next) {
+        if (p->ai_family != AF_INET && p->ai_family != AF_INET6) continue;
+        std::memcpy(&addr, p->ai_addr, p->ai_addrlen);
+        uv_freeaddrinfo(req.addrinfo);
+        return addr;
+    }
+    uv_freeaddrinfo(req.addrinfo);
+    return fail("resolve " + h + ": no IPv4 or IPv6 address");
+}
+
+}  // namespace
+
+Status ProbeServer::listen(const HostPort& where) {
     std::string what = "probe server: listen on " + where.str();
-    if (rc != 0) return fail(what + ": " + uv_strerror(rc));
-    listener_ = new uv_tcp_t();
-    uv_tcp_init(loop_.get(), listener_);
+    auto resolved = bind_address(loop_.get(), where);
+    if (!resolved) return resolved.fail(what);
+    sockaddr_storage addr = *resolved;
+    listener_ = loop::Handle<uv_tcp_t>(loop_.get());
     listener_->data = this;
-    rc = uv_tcp_bind(listener_, reinterpret_cast<sockaddr*>(&addr), 0);
-    if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(listener_), 128, on_connection);
+    int rc = uv_tcp_bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), 0);
+    if (rc == 0) rc = uv_listen(listener_.stream(), 128, on_connection);
     if (rc != 0) return fail(what + ": " + uv_strerror(rc));
     sockaddr_storage bound{};
     int len = sizeof bound;
-    uv_tcp_getsockname(listener_, reinterpret_cast<sockaddr*>(&bound), &len);
+    uv_tcp_getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&bound), &len);
     port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     log::info("probe server listening", {{"address", where.str()}, {"port", port_}});
     return {};
 }
 
-void ProbeServer::on_connection(uv_stream_t* listener, int status) {
+void ProbeServer::on_connection(uv_stream_t* listener, int status) noexcept {
     auto* self = static_cast<ProbeServer*>(listener->data);
-    if (self == nullptr || status < 0) return;
-    auto* c = new Conn();
-    c->server = self;
-    uv_tcp_init(self->loop_.get(), &c->tcp);
-    c->tcp.data = c;
-    c->timer = std::make_unique<loop::Timer>(self->loop_);
+    if (status < 0) return;
+    auto* c = new Conn(self, self->loop_.get());
     self->conns_.insert(c);
     if (uv_accept(listener, c->stream()) != 0) return c->close();
     if (self->conns_.size() > self->limits_.max_connections) {
         // Accepted only to be closed: leaving it in the backlog would let it pile up.
         return c->close();
     }
-    uv_tcp_nodelay(&c->tcp, 1);
+    uv_tcp_nodelay(c->tcp.get(), 1);
     c->init_parser();
     c->arm_timeout();
     uv_read_start(
         c->stream(),
-        [](uv_handle_t*, size_t, uv_buf_t* buf) {
+        [](uv_handle_t*, size_t, uv_buf_t* buf) noexcept {
             static thread_local char scratch[16 * 1024];
             buf->base = scratch;
             buf->len = sizeof scratch;
         },
-        [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+        [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) noexcept {
             auto* c = static_cast<Conn*>(s->data);
             if (n < 0) {
                 // A client that sends its request and then shuts down its side still gets the

@@ -13,10 +13,12 @@
 #include <string>
 #include <string_view>
 
-#include "config/config.hpp"
 #include "core/result.hpp"
+#include "core/url.hpp"
 #include "health/probes.hpp"
+#include "loop/handle.hpp"
 #include "loop/loop.hpp"
+#include "loop/scheduler.hpp"
 
 namespace myr::health {
 
@@ -40,25 +42,27 @@ struct ServerLimits {
 
 class ProbeServer {
   public:
-    ProbeServer(loop::Loop& loop, Probes probes, ServerLimits limits = {});
+    ProbeServer(loop::Loop& loop, loop::Scheduler& sched, Probes probes, ServerLimits limits = {});
     ~ProbeServer();
     ProbeServer(const ProbeServer&) = delete;
     ProbeServer& operator=(const ProbeServer&) = delete;
 
-    // Binds and listens (IPv4 or IPv6 literal; port 0 picks a free one, see port()).
-    [[nodiscard]] Status listen(const config::HostPort& where);
+    // Binds and listens: an IPv4 or IPv6 literal, or a name resolved now (localhost is 127.0.0.1);
+    // port 0 picks a free one, see port().
+    [[nodiscard]] Status listen(const HostPort& where);
     int port() const { return port_; }
     size_t connections() const { return conns_.size(); }
 
     struct Conn;  // one client connection (probe_server.cpp)
 
   private:
-    static void on_connection(uv_stream_t* server, int status);
+    static void on_connection(uv_stream_t* server, int status) noexcept;
 
     loop::Loop& loop_;
+    loop::Scheduler& sched_;
     Probes probes_;
     ServerLimits limits_;
-    uv_tcp_t* listener_ = nullptr;
+    loop::Handle<uv_tcp_t> listener_;
     int port_ = 0;
     std::set<Conn*> conns_;
 

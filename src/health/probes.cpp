@@ -2,10 +2,9 @@
 
 namespace myr::health {
 
-Heartbeat::Heartbeat(loop::Loop& loop, const Clock& clock, Duration period)
-    : clock_(clock), last_(clock.now()), timer_(loop) {
-    timer_.start(
-        period, [this] { beat(); }, period);
+Heartbeat::Heartbeat(loop::Scheduler& sched, Duration period)
+    : clock_(sched), last_(sched.now()), timer_(sched.timer()) {
+    timer_->start_repeating(period, [this] { beat(); });
 }
 
 void Heartbeat::beat() {

@@ -7,10 +7,11 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "core/time.hpp"
-#include "loop/loop.hpp"
+#include "loop/scheduler.hpp"
 
 namespace myr::health {
 
@@ -29,7 +30,7 @@ inline constexpr Duration kHeartbeatLimit = std::chrono::seconds(30);
 
 class Heartbeat {
   public:
-    Heartbeat(loop::Loop& loop, const Clock& clock, Duration period = std::chrono::seconds(1));
+    explicit Heartbeat(loop::Scheduler& sched, Duration period = std::chrono::seconds(1));
     void beat();
     Duration age() const;
     Answer answer() const;  // 200 while age() < kHeartbeatLimit
@@ -37,7 +38,7 @@ class Heartbeat {
   private:
     const Clock& clock_;
     MonoTime last_;
-    loop::Timer timer_;
+    std::unique_ptr<loop::Timer> timer_;
 };
 
 // The readiness inputs the container command gathers: the child's state and the installer's flag.
@@ -48,7 +49,6 @@ class Readiness {
         : child_running_(std::move(child_running)), child_text_(std::move(child_text)) {}
     // The installer sets this around the swap (stop child → switch → start child → health).
     void set_swap_in_progress(bool on) { swap_ = on; }
-    bool swap_in_progress() const { return swap_; }
     Answer answer() const;
 
   private:

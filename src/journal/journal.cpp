@@ -1,13 +1,15 @@
 #include "journal/journal.hpp"
 
 #include <json-c/json.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <memory>
 
 #include "core/fault.hpp"
+#include "core/hex.hpp"
+#include "core/json.hpp"
+#include "core/random.hpp"
 #include "core/time.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
@@ -19,11 +21,6 @@ namespace {
 constexpr const char* kName = "journal.json";
 constexpr size_t kMaxSize = 64 * 1024;
 
-struct JsonFree {
-    void operator()(json_object* o) const { json_object_put(o); }
-};
-using JsonPtr = std::unique_ptr<json_object, JsonFree>;
-
 Result<std::string> get_string(json_object* root, const char* key) {
     json_object* v = nullptr;
     if (!json_object_object_get_ex(root, key, &v)) return fail(std::string("missing ") + key);
@@ -34,25 +31,13 @@ Result<std::string> get_string(json_object* root, const char* key) {
 
 std::string uuid_v4() {
     uint8_t b[16] = {};
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t n = ::getrandom(b + got, sizeof b - got, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            uint64_t x = static_cast<uint64_t>(wall_now().time_since_epoch().count());
-            for (size_t i = 0; i < sizeof b; ++i) b[i] ^= static_cast<uint8_t>(x >> (8 * (i % 8)));
-            break;
-        }
-        got += static_cast<size_t>(n);
-    }
+    random_bytes(b, sizeof b);
     b[6] = static_cast<uint8_t>((b[6] & 0x0f) | 0x40);
     b[8] = static_cast<uint8_t>((b[8] & 0x3f) | 0x80);
-    static const char* hex = "0123456789abcdef";
     std::string s;
     for (int i = 0; i < 16; ++i) {
         if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-        s += hex[b[i] >> 4];
-        s += hex[b[i] & 15];
+        hex::append(s, b[i]);
     }
     return s;
 }
@@ -91,7 +76,7 @@ Result<Record> parse(std::string_view json) {
     if (json.size() > kMaxSize) return fail("larger than 64 KiB");
     json_tokener* tok = json_tokener_new();
     if (!tok) return fail("out of memory");
-    JsonPtr root(json_tokener_parse_ex(tok, json.data(), static_cast<int>(json.size())));
+    json::Ptr root(json_tokener_parse_ex(tok, json.data(), static_cast<int>(json.size())));
     json_tokener_error err = json_tokener_get_error(tok);
     size_t end = json_tokener_get_parse_end(tok);
     json_tokener_free(tok);
@@ -145,7 +130,7 @@ Result<Record> parse(std::string_view json) {
 }
 
 std::string render(const Record& r) {
-    JsonPtr root(json_object_new_object());
+    json::Ptr root(json_object_new_object());
     json_object_object_add(root.get(), "id", json_object_new_string(r.id.c_str()));
     json_object_object_add(root.get(), "op", json_object_new_string(to_string(r.op)));
     json_object_object_add(root.get(), "phase", json_object_new_string(r.phase.c_str()));
@@ -165,15 +150,8 @@ Result<Journal> Journal::open(const std::string& state_dir) {
     }
     Journal j;
     j.dir_ = state_dir;
-    auto fd = fsx::open_dir(state_dir);
-    if (!fd) {
-        if (fd.error().sys_errno() != ENOENT) return fd.fail("open " + state_dir);
-        if (::mkdir(state_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-            return fail_errno("create " + state_dir);
-        }
-        fd = fsx::open_dir(state_dir);
-        if (!fd) return fd.fail("open " + state_dir);
-    }
+    auto fd = fsx::open_or_create_dir(state_dir);
+    if (!fd) return fd.fail();
     j.fd_ = std::move(*fd);
     return j;
 }

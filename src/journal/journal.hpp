@@ -5,21 +5,22 @@
 // therefore means the last operation was cut short by a hard kill or a power loss, and `recover`
 // (recover.hpp) reads it to put the volume back in a known state before anything else happens:
 //
-//   op        phase                              recovery
-//   seed      any                                clean .staging/; `current` is either the old or
-//   the
-//                                                new complete version; seeding then runs again
-//   update    before the switch (downloading …   clean .staging/ and spool/; `current` unchanged
-//             stopping)
-//   update    swapping and later                 switch `current` back to `from` (idempotent when
-//   it
-//             (swapping, starting, health-        still points there); the update is reported
-//             failed checking, rolling-back, unknown)    ("interrupted"); `to` stays on disk until
-//             GC
-//   rollback  any                                finish: switch `current` to `to`
-//   unparsable                                   moved aside to journal.json.corrupt-<ts>;
-//   `current`
-//                                                kept (seeding replaces it when it is not intact)
+// clang-format off
+//   op          phase                                 recovery
+//   seed        any                                   clean .staging/; `current` is either the old
+//                                                     or the new complete version; seeding then
+//                                                     runs again
+//   update      before the switch (downloading …      clean .staging/ and spool/; `current`
+//               stopping)                             unchanged
+//   update      swapping and later (swapping,         switch `current` back to `from` (idempotent
+//               starting, health-checking,            when it still points there); the update is
+//               rolling-back, unknown)                reported failed ("interrupted"); `to` stays
+//                                                     on disk until GC
+//   rollback    any                                   finish: switch `current` to `to`
+//   unparsable                                        moved aside to journal.json.corrupt-<ts>;
+//                                                     `current` kept (seeding replaces it when it
+//                                                     is not intact)
+// clang-format on
 //
 // Phases are free strings so that the installer can journal its own states; the ones below are the
 // shared vocabulary.
@@ -30,8 +31,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/fd.hpp"
 #include "core/result.hpp"
-#include "fsx/fd.hpp"
 
 namespace myr::journal {
 
@@ -103,7 +104,7 @@ class Journal {
 
   private:
     std::string dir_;
-    fsx::UniqueFd fd_;
+    UniqueFd fd_;
 };
 
 }  // namespace myr::journal

@@ -5,24 +5,18 @@
 #include "core/fault.hpp"
 #include "core/log.hpp"
 #include "fsx/dir.hpp"
+#include "fsx/file.hpp"
 #include "store/activate.hpp"
 
 namespace myr::journal {
 namespace {
-
-// `.<name>.tmp-XXXXXX`, the temp names of fsx (file writes and the symlink switch).
-bool is_temp_name(const std::string& n) {
-    if (n.size() < 2 || n[0] != '.') return false;
-    size_t pos = n.rfind(".tmp-");
-    return pos != std::string::npos && pos > 0 && n.size() - pos == 5 + 6;
-}
 
 Result<int> remove_temps(int dirfd, const std::string& where) {
     auto names = fsx::list_dir(dirfd);
     if (!names) return names.fail("list " + where);
     int removed = 0;
     for (const std::string& n : *names) {
-        if (!is_temp_name(n)) continue;
+        if (!fsx::is_temp_name(n)) continue;
         auto st = fsx::stat_at(dirfd, n);
         if (!st) return st.fail(where);
         if (!st->has_value() || S_ISDIR((*st)->st_mode)) continue;
@@ -101,6 +95,31 @@ Result<std::string> restore(const store::Volume& vol, const std::string& version
     return "switched current to " + version;
 }
 
+// The one log line of a recovery (a warning when an operation was cut short).
+void log_recovery(const Recovery& r) {
+    if (r.journal == Loaded::Kind::absent && r.staging_removed == 0 && r.temp_removed == 0 &&
+        r.spool_removed == 0) {
+        log::info("recovery: nothing to recover");
+        return;
+    }
+    log::Level level = r.journal == Loaded::Kind::absent ? log::Level::info : log::Level::warn;
+    log::write(level, "recovery: volume put back in a known state",
+               {{"journal", r.journal == Loaded::Kind::ok        ? "interrupted operation"
+                            : r.journal == Loaded::Kind::corrupt ? "corrupt"
+                                                                 : "none"},
+                {"op", r.record ? to_string(r.record->op) : ""},
+                {"phase", r.record ? r.record->phase : ""},
+                {"from", r.record ? r.record->from : ""},
+                {"to", r.record ? r.record->to : ""},
+                {"action", r.action},
+                {"update_interrupted", r.update_interrupted},
+                {"corrupt_reason", r.corrupt_reason},
+                {"moved_aside", r.moved_aside},
+                {"staging_removed", r.staging_removed},
+                {"temp_removed", r.temp_removed},
+                {"spool_removed", r.spool_removed}});
+}
+
 }  // namespace
 
 Result<Recovery> recover(const store::Volume& vol, Journal& journal) {
@@ -159,16 +178,7 @@ Result<Recovery> recover(const store::Volume& vol, Journal& journal) {
     }
     // Last, so that a crash anywhere above repeats the whole recovery at the next start.
     if (clear_journal) MYR_TRY(journal.clear(), "recover");
-    if (out.journal != Loaded::Kind::absent || out.staging_removed || out.temp_removed) {
-        log::warn("recovery: interrupted operation cleaned up",
-                  {{"op", out.record ? to_string(out.record->op) : "unknown"},
-                   {"phase", out.record ? out.record->phase : ""},
-                   {"from", out.record ? out.record->from : ""},
-                   {"to", out.record ? out.record->to : ""},
-                   {"action", out.action},
-                   {"staging_removed", out.staging_removed},
-                   {"temp_removed", out.temp_removed}});
-    }
+    log_recovery(out);
     return out;
 }
 

@@ -28,8 +28,8 @@ struct Recovery {
 // Puts the volume back in a known state after an interrupted operation, idempotently: a crash
 // during recovery is recovered by the next start (the journal is removed last). Always removes
 // leftovers in .staging/ and temp files (`.<name>.tmp-XXXXXX`) in the install directory, its
-// version directories and the state directory. Fault points `recover.*` via the store and journal
-// points it uses.
+// version directories and the state directory. Logs what it did, in one line. Fault points
+// `recover.*` via the store and journal points it uses.
 [[nodiscard]] Result<Recovery> recover(const store::Volume& vol, Journal& journal);
 
 }  // namespace myr::journal

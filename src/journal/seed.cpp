@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.hpp"
 #include "core/log.hpp"
-#include "fsx/fd.hpp"
 #include "store/activate.hpp"
 #include "verify/sha256.hpp"
 
@@ -20,17 +20,6 @@ Status require_no_journal(const Journal& journal, const char* what) {
                     "/journal.json exists: recovery must run first");
     }
     return {};
-}
-
-Result<fsx::UniqueFd> open_image(const std::string& path) {
-    fsx::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-    if (!fd) return fail_errno("open " + path);
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return fail_errno("stat " + path);
-    if (!S_ISREG(st.st_mode)) return fail(path + ": not a regular file");
-    int flags = ::fcntl(fd.get(), F_GETFL);
-    if (flags >= 0) (void)::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
-    return fd;
 }
 
 Result<std::string> hash_image(int fd, const std::string& path) {
@@ -76,10 +65,10 @@ Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedI
     }
     out.image_version = *x;
 
-    fsx::UniqueFd image;
+    UniqueFd image;
     std::string image_sha;
     if (store::needs_image_hash(in.policy, *x, *act)) {
-        auto fd = open_image(in.image_path);
+        auto fd = open_regular(in.image_path);
         if (!fd) return fd.fail("seed");
         image = std::move(*fd);
         auto h = hash_image(image.get(), in.image_path);
@@ -97,7 +86,7 @@ Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedI
     }
 
     if (!image) {
-        auto fd = open_image(in.image_path);
+        auto fd = open_regular(in.image_path);
         if (!fd) return fd.fail("seed");
         image = std::move(*fd);
     }

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <string>
 
-#include "config/config.hpp"
 #include "core/result.hpp"
 #include "journal/journal.hpp"
 #include "store/gc.hpp"
@@ -20,7 +19,7 @@ struct SeedInput {
     std::string image_path;      // container.seedBinary (absolute; a symlink to a file is fine)
     std::string version_output;  // stdout of `seedBinary --version`
     bool version_ok = true;      // false: it failed to start, timed out or exited non-zero
-    config::SeedPolicy policy = config::SeedPolicy::newest;
+    store::SeedPolicy policy = store::SeedPolicy::newest;
     uint32_t keep_versions = 2;
 };
 

@@ -1,9 +1,8 @@
-// RAII wrappers over libuv: one Loop per process, and the handles the daemon uses on it.
+// The process's libuv loop and its signal watchers. Everything else on the loop goes through the
+// Scheduler (scheduler.hpp; UvScheduler is the real one) or owns its handle through loop::Handle.
 //
-// A handle is owned by one object. Its destructor stops it, clears `data` and calls uv_close; the
-// memory is freed in the close callback, never before (libuv's handle lifecycle). So destroying a
-// wrapper is safe at any time on the loop thread, also from inside its own callback. Callbacks are
-// noexcept: an exception escaping one would unwind through libuv's C frames.
+// Callbacks are noexcept: an exception escaping one would unwind through libuv's C frames, so it
+// ends the process instead (std::terminate), like any other impossible state.
 #pragma once
 
 #include <uv.h>
@@ -13,12 +12,14 @@
 
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "loop/handle.hpp"
 
 namespace myr::loop {
 
-// Owns a uv_loop_t. close() (also called by the destructor) walks the handles still open, closes
-// them, runs the loop until their close callbacks ran and returns uv_loop_close()'s result, so a
-// test can assert a clean end with `CHECK(loop.close() == 0)`.
+// Owns a uv_loop_t. close() (also called by the destructor) closes the handles still open — a test
+// may leave a raw one behind — runs the loop until their close callbacks ran and returns
+// uv_loop_close()'s result, so a test can assert a clean end with `CHECK(loop.close() == 0)`.
+// Every loop::Handle owner (timers, watchers, sockets) must be gone before close(): see handle.hpp.
 class Loop {
   public:
     Loop();
@@ -30,7 +31,7 @@ class Loop {
     // Runs until stop() or until nothing is left to do.
     void run();
     // Runs until `pred` is true (checked after every loop iteration) or `timeout` passes; returns
-    // pred(). For tests and for the shutdown drain; the product otherwise uses run().
+    // pred(). For tests; the product uses run().
     bool run_until(const std::function<bool()>& pred, Duration timeout);
     void stop();
     [[nodiscard]] int close();
@@ -40,49 +41,21 @@ class Loop {
     bool closed_ = false;
 };
 
-// A timer: one-shot (`repeat` zero) or repeating. (Re)arming replaces the earlier callback.
-class Timer {
-  public:
-    explicit Timer(Loop& loop);
-    ~Timer();
-    Timer(const Timer&) = delete;
-    Timer& operator=(const Timer&) = delete;
-
-    void start(Duration after, std::function<void()> callback, Duration repeat = Duration(0));
-    void stop();
-    bool active() const;
-    // Time left until it fires, zero when not armed.
-    Duration remaining() const;
-
-  private:
-    struct Handle;
-    Handle* h_;
-};
-
 // Watches one signal number. libuv turns the signal into a loop event, so the callback may do
 // anything (it is not a signal handler).
 class SignalWatcher {
   public:
     explicit SignalWatcher(Loop& loop);
-    ~SignalWatcher();
     SignalWatcher(const SignalWatcher&) = delete;
     SignalWatcher& operator=(const SignalWatcher&) = delete;
 
     [[nodiscard]] Status start(int signum, std::function<void(int signum)> callback);
-    void stop();
 
   private:
-    struct Handle;
-    Handle* h_;
+    static void on_signal(uv_signal_t* s, int signum) noexcept;
+
+    Handle<uv_signal_t> h_;
+    std::function<void(int)> callback_;
 };
-
-// Runs `work` on libuv's thread pool and then `done` on the loop thread. The work function must not
-// touch loop state; it hands its result to `done` through captured state it owns (e.g. a
-// shared_ptr). `done` always runs, also when the loop is closing (then with `cancelled` true,
-// when libuv cancelled the job before it started).
-void post_work(Loop& loop, std::function<void()> work, std::function<void(bool cancelled)> done);
-
-// The loop's own monotonic clock (uv_now), for code that compares against timer deadlines.
-Duration loop_now(Loop& loop);
 
 }  // namespace myr::loop

@@ -7,23 +7,22 @@
 #include <utility>
 
 #include "net/stream.hpp"
-#include "net/timer.hpp"
 #include "net/url_text.hpp"
 
 namespace myr::net {
 
 class HttpClient::Impl {
   public:
-    Impl(uv_loop_t* loop, HttpRequest request, HttpOptions options, Handlers handlers)
+    Impl(uv_loop_t* loop, loop::Scheduler& sched, HttpRequest request, HttpOptions options,
+         Handlers handlers)
         : loop_(loop),
+          sched_(sched),
           req_(std::move(request)),
           opts_(std::move(options)),
           h_(std::move(handlers)),
-          connect_timer_(loop),
-          idle_timer_(loop),
-          total_timer_(loop),
-          defer_(loop) {}
-    ~Impl() { *alive_ = false; }
+          connect_timer_(sched.timer()),
+          idle_timer_(sched.timer()),
+          total_timer_(sched.timer()) {}
 
     void start();
     void cancel();
@@ -39,6 +38,7 @@ class HttpClient::Impl {
     std::string request_text() const;
 
     uv_loop_t* loop_;
+    loop::Scheduler& sched_;
     HttpRequest req_;
     HttpOptions opts_;
     Handlers h_;
@@ -46,13 +46,14 @@ class HttpClient::Impl {
     std::unique_ptr<Stream> stream_;
     std::unique_ptr<ResponseParser> parser_;
     HttpResponse resp_;
-    Timer connect_timer_;
-    Timer idle_timer_;
-    Timer total_timer_;
-    Timer defer_;
+    std::unique_ptr<loop::Timer> connect_timer_;
+    std::unique_ptr<loop::Timer> idle_timer_;
+    std::unique_ptr<loop::Timer> total_timer_;
     bool running_ = false;
     bool paused_ = false;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    // Dropped when a request ends, so an answer posted for it cannot reach the next one; expired
+    // also when a handler destroyed the client.
+    loop::Guard guard_;
 };
 
 std::string HttpClient::Impl::request_text() const {
@@ -95,7 +96,7 @@ void HttpClient::Impl::start() {
     }
     if (bad) {
         // Reported from the loop, never from inside start().
-        defer_.start(Duration::zero(), [this, msg = *bad] { finish(fail(msg)); });
+        sched_.post(guard_.bind([this, msg = *bad] { finish(fail(Errc::invalid, msg)); }));
         return;
     }
 
@@ -113,52 +114,47 @@ void HttpClient::Impl::start() {
     parser_ =
         std::make_unique<ResponseParser>(opts_.limits, std::move(ph), false, req_.method == "HEAD");
 
-    StreamOptions so;
-    so.host = req_.url.host;
-    so.port = req_.url.port != 0 ? req_.url.port : default_port(req_.url.scheme);
-    so.tls = req_.url.scheme == "https";
-    so.ca_file = opts_.ca_file;
-    so.allow_insecure_transport = opts_.allow_insecure_transport;
-    so.label = label_;
+    StreamOptions so = stream_to(req_.url, opts_.ca_file, opts_.allow_insecure_transport);
     Stream::Handlers sh;
     sh.on_connected = [this] { on_connected(); };
     sh.on_data = [this](std::string_view d) { on_data(d); };
     sh.on_end = [this](Status st) { on_end(std::move(st)); };
-    stream_ = std::make_unique<Stream>(loop_, std::move(so), std::move(sh));
+    stream_ = std::make_unique<Stream>(loop_, sched_, std::move(so), std::move(sh));
 
     if (opts_.connect_timeout > Duration::zero()) {
-        connect_timer_.start(opts_.connect_timeout, [this] {
-            finish(fail(label_ + ": connect timed out after " +
-                        format_duration(opts_.connect_timeout)));
+        connect_timer_->start(opts_.connect_timeout, [this] {
+            finish(fail(Errc::timeout, label_ + ": connect timed out after " +
+                                           format_duration(opts_.connect_timeout)));
         });
     }
     if (opts_.total_timeout > Duration::zero()) {
-        total_timer_.start(opts_.total_timeout, [this] {
-            finish(fail(label_ + ": request did not complete within " +
-                        format_duration(opts_.total_timeout)));
+        total_timer_->start(opts_.total_timeout, [this] {
+            finish(fail(Errc::timeout, label_ + ": request did not complete within " +
+                                           format_duration(opts_.total_timeout)));
         });
     }
     stream_->start();
 }
 
 void HttpClient::Impl::on_connected() {
-    connect_timer_.stop();
+    connect_timer_->stop();
     stream_->write(request_text());
     arm_idle();
 }
 
 void HttpClient::Impl::arm_idle() {
     if (opts_.idle_timeout <= Duration::zero() || paused_) return;
-    idle_timer_.start(opts_.idle_timeout, [this] {
-        finish(fail(label_ + ": no data received for " + format_duration(opts_.idle_timeout)));
+    idle_timer_->start(opts_.idle_timeout, [this] {
+        finish(fail(Errc::timeout,
+                    label_ + ": no data received for " + format_duration(opts_.idle_timeout)));
     });
 }
 
 void HttpClient::Impl::on_data(std::string_view data) {
     arm_idle();
-    auto alive = alive_;
+    auto alive = guard_.watch();
     auto used = parser_->feed(data);
-    if (!*alive || !running_) return;  // a handler destroyed or cancelled us
+    if (alive.expired() || !running_) return;  // a handler destroyed or cancelled us
     if (!used) {
         finish(used.fail(label_));
         return;
@@ -171,9 +167,9 @@ void HttpClient::Impl::on_end(Status st) {
         finish(st.fail());
         return;
     }
-    auto alive = alive_;
+    auto alive = guard_.watch();
     auto done = parser_->finish();
-    if (!*alive || !running_) return;
+    if (alive.expired() || !running_) return;
     if (!done) {
         finish(done.fail(label_));
         return;
@@ -183,14 +179,11 @@ void HttpClient::Impl::on_end(Status st) {
 
 void HttpClient::Impl::finish(Result<HttpResponse> r) {
     if (!running_) return;
-    running_ = false;
-    connect_timer_.stop();
-    idle_timer_.stop();
-    total_timer_.stop();
-    defer_.stop();
-    // Destroying the stream from inside its own handler is allowed; the socket closes at once,
-    // so no half-read connection is ever reused.
-    stream_.reset();
+    // What the stream or the response parser refused is a network failure unless classified.
+    if (!r && r.error().code() == Errc::unknown) {
+        r = fail(Error(Errc::network, r.error().message(), r.error().sys_errno()));
+    }
+    cancel();
     if (h_.on_done) {
         auto cb = h_.on_done;
         cb(std::move(r));
@@ -199,27 +192,30 @@ void HttpClient::Impl::finish(Result<HttpResponse> r) {
 
 void HttpClient::Impl::cancel() {
     running_ = false;
-    connect_timer_.stop();
-    idle_timer_.stop();
-    total_timer_.stop();
-    defer_.stop();
+    connect_timer_->stop();
+    idle_timer_->stop();
+    total_timer_->stop();
+    guard_.drop();
+    // Destroying the stream from inside its own handler is allowed; the socket closes at once,
+    // so no half-read connection is ever reused.
     stream_.reset();
 }
 
 void HttpClient::Impl::pause() {
     paused_ = true;
-    idle_timer_.stop();
+    idle_timer_->stop();
     if (stream_) stream_->pause_reading();
 }
 
 void HttpClient::Impl::resume() {
     paused_ = false;
     if (stream_) stream_->resume_reading();
-    if (running_ && !connect_timer_.active()) arm_idle();
+    if (running_ && !connect_timer_->active()) arm_idle();
 }
 
-HttpClient::HttpClient(uv_loop_t* loop, HttpRequest request, HttpOptions options, Handlers handlers)
-    : impl_(new Impl(loop, std::move(request), std::move(options), std::move(handlers))) {}
+HttpClient::HttpClient(uv_loop_t* loop, loop::Scheduler& sched, HttpRequest request,
+                       HttpOptions options, Handlers handlers)
+    : impl_(new Impl(loop, sched, std::move(request), std::move(options), std::move(handlers))) {}
 HttpClient::~HttpClient() {
     delete impl_;
 }

@@ -12,16 +12,17 @@
 #include <utility>
 #include <vector>
 
-#include "config/config.hpp"
+#include "core/url.hpp"
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "loop/scheduler.hpp"
 #include "net/http_response.hpp"
 
 namespace myr::net {
 
 struct HttpRequest {
     std::string method = "GET";
-    config::Url url;  // http:// or https://
+    Url url;  // http:// or https://
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;  // sent with Content-Length when not empty (or method is POST/PUT)
 };
@@ -51,7 +52,8 @@ class HttpClient {
         std::function<void(Result<HttpResponse>)> on_done;
     };
 
-    HttpClient(uv_loop_t* loop, HttpRequest request, HttpOptions options, Handlers handlers);
+    HttpClient(uv_loop_t* loop, loop::Scheduler& sched, HttpRequest request, HttpOptions options,
+               Handlers handlers);
     ~HttpClient();
     HttpClient(const HttpClient&) = delete;
     HttpClient& operator=(const HttpClient&) = delete;

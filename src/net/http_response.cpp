@@ -86,7 +86,7 @@ struct ResponseParser::State {
         in_value = false;
     }
 
-    static int on_message_begin(llhttp_t* p) {
+    static int on_message_begin(llhttp_t* p) noexcept {
         State* s = of(p);
         s->head = HttpHead{};
         s->head_bytes = 0;
@@ -95,27 +95,27 @@ struct ResponseParser::State {
         s->value.clear();
         return 0;
     }
-    static int on_status(llhttp_t* p, const char* at, size_t len) {
+    static int on_status(llhttp_t* p, const char* at, size_t len) noexcept {
         State* s = of(p);
         if (s->add_head(len)) return -1;
         s->head.reason.append(at, len);
         return 0;
     }
-    static int on_header_field(llhttp_t* p, const char* at, size_t len) {
+    static int on_header_field(llhttp_t* p, const char* at, size_t len) noexcept {
         State* s = of(p);
         if (s->add_head(len + 4)) return -1;  // with ": " and CRLF
         if (s->in_value) s->push_header();
         s->field.append(at, len);
         return 0;
     }
-    static int on_header_value(llhttp_t* p, const char* at, size_t len) {
+    static int on_header_value(llhttp_t* p, const char* at, size_t len) noexcept {
         State* s = of(p);
         if (s->add_head(len)) return -1;
         s->in_value = true;
         s->value.append(at, len);
         return 0;
     }
-    static int on_headers_complete(llhttp_t* p) {
+    static int on_headers_complete(llhttp_t* p) noexcept {
         State* s = of(p);
         s->push_header();
         s->head.status = p->status_code;
@@ -145,7 +145,7 @@ struct ResponseParser::State {
         }
         return s->head_request ? 1 : 0;
     }
-    static int on_body(llhttp_t* p, const char* at, size_t len) {
+    static int on_body(llhttp_t* p, const char* at, size_t len) noexcept {
         State* s = of(p);
         s->body_bytes += len;
         if (s->body_bytes > s->limits.max_body) {
@@ -162,7 +162,7 @@ struct ResponseParser::State {
         }
         return 0;
     }
-    static int on_message_complete(llhttp_t* p) {
+    static int on_message_complete(llhttp_t* p) noexcept {
         State* s = of(p);
         if (!s->head_done) return 0;  // the end of an interim answer
         s->complete = true;

@@ -8,8 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "net/timer.hpp"
+#include "loop/handle.hpp"
 #include "net/tls.hpp"
+#include "net/url_text.hpp"
 
 namespace myr::net {
 namespace {
@@ -50,6 +51,17 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 }  // namespace
 
+StreamOptions stream_to(const Url& url, std::string ca_file, bool allow_insecure_transport) {
+    StreamOptions so;
+    so.host = url.host;
+    so.port = url.port != 0 ? url.port : default_port(url.scheme);
+    so.tls = url.secure();
+    so.ca_file = std::move(ca_file);
+    so.allow_insecure_transport = allow_insecure_transport;
+    so.label = url_label(url);
+    return so;
+}
+
 bool is_loopback_address(const std::string& numeric) {
     in_addr v4{};
     if (inet_pton(AF_INET, numeric.c_str(), &v4) == 1) {
@@ -67,8 +79,8 @@ bool is_loopback_address(const std::string& numeric) {
 // deletes itself once nothing of libuv refers to it any more.
 class Stream::Impl {
   public:
-    Impl(uv_loop_t* loop, StreamOptions opts, Handlers handlers)
-        : loop_(loop), opts_(std::move(opts)), h_(std::move(handlers)), defer_(loop) {
+    Impl(uv_loop_t* loop, loop::Scheduler& sched, StreamOptions opts, Handlers handlers)
+        : loop_(loop), sched_(sched), opts_(std::move(opts)), h_(std::move(handlers)) {
         if (opts_.label.empty()) opts_.label = opts_.host + ":" + std::to_string(opts_.port);
     }
 
@@ -85,10 +97,6 @@ class Stream::Impl {
     struct Resolve {
         uv_getaddrinfo_t req;
         Impl* impl;  // null once the Stream is gone
-    };
-    struct Tcp {
-        uv_tcp_t tcp;
-        Impl* impl;
     };
     struct Connect {
         uv_connect_t req;
@@ -110,9 +118,10 @@ class Stream::Impl {
     void end(Status st);
     void close_tcp();
     void maybe_free() {
-        if (detached_ && resolve_ == nullptr && tcp_ == nullptr && closing_handles_ == 0)
-            delete this;
+        if (detached_ && resolve_ == nullptr && !tcp_ && closing_handles_ == 0) delete this;
     }
+    // Runs `fn` on a later turn unless the Impl is detached or gone by then.
+    void later(std::function<void()> fn) { sched_.post(guard_.bind(std::move(fn))); }
     // Each report runs with a check afterwards: the owner may have destroyed the Stream inside.
     // Handlers run from copies: the owner may replace or drop them from inside.
     void report_connected() {
@@ -123,14 +132,15 @@ class Stream::Impl {
     }
 
     uv_loop_t* loop_;
+    loop::Scheduler& sched_;
     StreamOptions opts_;
     Handlers h_;
-    Timer defer_;
+    loop::Guard guard_;  // what later() posted; dropped when the Stream detaches
     Resolve* resolve_ = nullptr;
     std::vector<sockaddr_storage> addrs_;
     size_t next_addr_ = 0;
     std::string last_connect_error_;
-    Tcp* tcp_ = nullptr;
+    loop::Handle<uv_tcp_t> tcp_;
     int closing_handles_ = 0;
     std::unique_ptr<TlsSession> tls_;
     bool connected_ = false;  // TCP and TLS are up
@@ -156,7 +166,7 @@ void Stream::Impl::start() {
         uv_ip6_addr("::1", opts_.port, reinterpret_cast<sockaddr_in6*>(&v6));
         addrs_ = {v4, v6};
         // Connect from the loop, never from inside start().
-        defer_.start(Duration::zero(), [this] { try_next_address(); });
+        later([this] { try_next_address(); });
         return;
     }
     resolve_ = new Resolve{{}, this};
@@ -168,7 +178,7 @@ void Stream::Impl::start() {
     const std::string port = std::to_string(opts_.port);
     const int rc = uv_getaddrinfo(
         loop_, &resolve_->req,
-        [](uv_getaddrinfo_t* req, int status, addrinfo* res) {
+        [](uv_getaddrinfo_t* req, int status, addrinfo* res) noexcept {
             auto* r = static_cast<Resolve*>(req->data);
             Impl* impl = r->impl;
             delete r;
@@ -184,7 +194,7 @@ void Stream::Impl::start() {
         delete resolve_;
         resolve_ = nullptr;
         const std::string msg = opts_.label + ": resolve " + opts_.host + ": " + uv_text(rc);
-        defer_.start(Duration::zero(), [this, msg] { end(fail(msg)); });
+        later([this, msg] { end(fail(msg)); });
     }
 }
 
@@ -224,14 +234,13 @@ void Stream::Impl::try_next_address() {
                      ", which is not a loopback address (allowInsecureTransport is off)"));
             return;
         }
-        tcp_ = new Tcp{{}, this};
-        uv_tcp_init(loop_, &tcp_->tcp);
-        tcp_->tcp.data = tcp_;
+        tcp_ = loop::Handle<uv_tcp_t>(loop_);
+        tcp_->data = this;
         peer_ = format_addr(sa);
         auto* c = new Connect{{}, this};
         c->req.data = c;
-        const int rc = uv_tcp_connect(&c->req, &tcp_->tcp, reinterpret_cast<const sockaddr*>(&sa),
-                                      [](uv_connect_t* req, int status) {
+        const int rc = uv_tcp_connect(&c->req, tcp_.get(), reinterpret_cast<const sockaddr*>(&sa),
+                                      [](uv_connect_t* req, int status) noexcept {
                                           auto* conn = static_cast<Connect*>(req->data);
                                           Impl* impl = conn->impl;
                                           delete conn;
@@ -255,7 +264,7 @@ void Stream::Impl::on_connect(int status) {
         return;
     }
     tcp_up_ = true;
-    uv_tcp_nodelay(&tcp_->tcp, 1);
+    uv_tcp_nodelay(tcp_.get(), 1);
     if (opts_.tls) {
         auto config = TlsConfig::client(opts_.ca_file);
         if (!config) {
@@ -281,23 +290,22 @@ void Stream::Impl::on_connect(int status) {
 
 void Stream::Impl::resume_reading() {
     paused_ = false;
-    if (!tcp_up_ || tcp_ == nullptr || ended_) return;
+    if (!tcp_up_ || !tcp_ || ended_) return;
     uv_read_start(
-        reinterpret_cast<uv_stream_t*>(&tcp_->tcp),
-        [](uv_handle_t*, size_t, uv_buf_t* buf) {
+        tcp_.stream(),
+        [](uv_handle_t*, size_t, uv_buf_t* buf) noexcept {
             // One fixed buffer per read; the data is consumed before the next read.
             static char storage[64 * 1024];
             *buf = uv_buf_init(storage, sizeof storage);
         },
-        [](uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
-            auto* t = static_cast<Tcp*>(s->data);
-            if (t->impl != nullptr) t->impl->on_read(nread, buf);
+        [](uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) noexcept {
+            static_cast<Impl*>(s->data)->on_read(nread, buf);
         });
 }
 
 void Stream::Impl::pause_reading() {
     paused_ = true;
-    if (tcp_up_ && tcp_ != nullptr) uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_->tcp));
+    if (tcp_up_ && tcp_) uv_read_stop(tcp_.stream());
 }
 
 void Stream::Impl::on_read(ssize_t nread, const uv_buf_t* buf) {
@@ -356,14 +364,13 @@ void Stream::Impl::write(std::string_view data) {
 }
 
 void Stream::Impl::send_raw(std::string data) {
-    if (tcp_ == nullptr || !tcp_up_ || data.empty()) return;
+    if (!tcp_ || !tcp_up_ || data.empty()) return;
     auto* w = new Write{{}, std::move(data), this};
     w->req.data = w;
     uv_buf_t b = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
     pending_bytes_ += w->data.size();
-    const int rc = uv_write(
-        &w->req, reinterpret_cast<uv_stream_t*>(&tcp_->tcp), &b, 1,
-        [](uv_write_t* req, int status) {
+    const int rc =
+        uv_write(&w->req, tcp_.stream(), &b, 1, [](uv_write_t* req, int status) noexcept {
             auto* wr = static_cast<Write*>(req->data);
             Impl* impl = wr->impl;
             impl->pending_bytes_ -= wr->data.size();
@@ -378,29 +385,29 @@ void Stream::Impl::send_raw(std::string data) {
         delete w;
         // Reported from the loop: a write may be issued from inside a handler.
         const std::string msg = opts_.label + ": write to " + peer_ + ": " + uv_text(rc);
-        defer_.start(Duration::zero(), [this, msg] {
-            if (!ended_ && !detached_) end(fail(msg));
+        later([this, msg] {
+            if (!ended_) end(fail(msg));
         });
     }
 }
 
 void Stream::Impl::close_tcp() {
-    if (tcp_ == nullptr) return;
-    Tcp* t = tcp_;
-    tcp_ = nullptr;
+    if (!tcp_) return;
     tcp_up_ = false;
     ++closing_handles_;
-    uv_close(reinterpret_cast<uv_handle_t*>(&t->tcp), [](uv_handle_t* h) {
-        auto* tt = static_cast<Tcp*>(h->data);
-        Impl* impl = tt->impl;
-        delete tt;
-        --impl->closing_handles_;
-        impl->maybe_free();
+    tcp_.close([this] {
+        --closing_handles_;
+        maybe_free();
     });
 }
 
 void Stream::Impl::end(Status st) {
     if (ended_) return;
+    // Everything a stream reports (resolving, connecting, TLS, reading, writing) is a network
+    // failure; a system call's errno stays with it.
+    if (!st && st.error().code() != Errc::network) {
+        st = fail(Error(Errc::network, st.error().message(), st.error().sys_errno()));
+    }
     ended_ = true;
     connected_ = false;
     close_tcp();
@@ -413,7 +420,7 @@ void Stream::Impl::end(Status st) {
 void Stream::Impl::graceful_close() {
     if (detached_) return;
     h_ = Handlers{};
-    if (ended_ || tcp_ == nullptr || !tcp_up_) {
+    if (ended_ || !tcp_ || !tcp_up_) {
         detach();
         return;
     }
@@ -423,34 +430,33 @@ void Stream::Impl::graceful_close() {
         tls_->close_notify();
         flush_tls();
     }
-    uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_->tcp));
+    uv_read_stop(tcp_.stream());
     auto* req = new uv_shutdown_t;
     req->data = this;
     // The shutdown waits for queued writes, then the handle is closed.
-    const int rc =
-        uv_shutdown(req, reinterpret_cast<uv_stream_t*>(&tcp_->tcp), [](uv_shutdown_t* r, int) {
-            Impl* impl = static_cast<Impl*>(r->data);
-            delete r;
-            impl->close_tcp();
-            impl->maybe_free();
-        });
+    const int rc = uv_shutdown(req, tcp_.stream(), [](uv_shutdown_t* r, int) noexcept {
+        Impl* impl = static_cast<Impl*>(r->data);
+        delete r;
+        impl->close_tcp();
+        impl->maybe_free();
+    });
     if (rc != 0) {
         delete req;
         close_tcp();
     }
     detached_ = true;
-    defer_.stop();
+    guard_.drop();
     maybe_free();
 }
 
 void Stream::Impl::detach() {
-    if (detached_ && (tcp_ == nullptr || shutting_down_)) {
+    if (detached_ && (!tcp_ || shutting_down_)) {
         maybe_free();
         return;
     }
     detached_ = true;
     h_ = Handlers{};
-    defer_.stop();
+    guard_.drop();
     if (resolve_ != nullptr) {
         resolve_->impl = nullptr;
         uv_cancel(reinterpret_cast<uv_req_t*>(&resolve_->req));
@@ -460,8 +466,8 @@ void Stream::Impl::detach() {
     maybe_free();
 }
 
-Stream::Stream(uv_loop_t* loop, StreamOptions opts, Handlers handlers)
-    : impl_(new Impl(loop, std::move(opts), std::move(handlers))) {}
+Stream::Stream(uv_loop_t* loop, loop::Scheduler& sched, StreamOptions opts, Handlers handlers)
+    : impl_(new Impl(loop, sched, std::move(opts), std::move(handlers))) {}
 
 Stream::~Stream() {
     if (impl_ != nullptr) impl_->detach();

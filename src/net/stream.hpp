@@ -3,7 +3,8 @@
 // The owner sees plaintext only. Shared by the HTTP and WebSocket clients.
 //
 // Lifetime: destroying the Stream (even from inside a handler) drops the connection at once and no
-// handler runs afterwards; libuv memory is released in close callbacks.
+// handler runs afterwards; libuv memory is released in close callbacks. Sockets and name lookups
+// run on `loop`; what is answered "later" goes through `sched`.
 #pragma once
 
 #include <uv.h>
@@ -15,6 +16,8 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "core/url.hpp"
+#include "loop/scheduler.hpp"
 
 namespace myr::net {
 
@@ -40,7 +43,7 @@ class Stream {
         std::function<void(Status)> on_end;
     };
 
-    Stream(uv_loop_t* loop, StreamOptions opts, Handlers handlers);
+    Stream(uv_loop_t* loop, loop::Scheduler& sched, StreamOptions opts, Handlers handlers);
     ~Stream();
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
@@ -64,6 +67,10 @@ class Stream {
   private:
     Impl* impl_;
 };
+
+// The stream to a URL's host: its port (or the scheme's default), TLS for https:// and wss://,
+// labelled with the URL for messages.
+StreamOptions stream_to(const Url& url, std::string ca_file, bool allow_insecure_transport);
 
 // Whether a numeric address is loopback (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104).
 bool is_loopback_address(const std::string& numeric);

@@ -14,7 +14,8 @@
 #include <cstring>
 #include <vector>
 
-#include "net/random.hpp"
+#include "core/random.hpp"
+#include "core/text.hpp"
 
 namespace myr::net {
 
@@ -114,16 +115,16 @@ std::vector<San> subject_alt_names(const mbedtls_x509_crt* crt) {
     return out;
 }
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
+// The mbedTLS f_rng signature over the kernel's random source; `ctx` is unused.
+int random_for_mbedtls(void*, unsigned char* buf, size_t len) noexcept {
+    random_bytes(buf, len);
+    return 0;
 }
 
 // RFC 6125: case-insensitive; a wildcard only as the whole leftmost label, matching one label.
 bool dns_name_matches(std::string_view pattern, std::string_view host) {
-    std::string pat = lower(pattern);
-    std::string h = lower(host);
+    std::string pat = text::lower(pattern);
+    std::string h = text::lower(host);
     if (!pat.empty() && pat.back() == '.') pat.pop_back();
     if (!h.empty() && h.back() == '.') h.pop_back();
     if (pat.size() > 2 && pat[0] == '*' && pat[1] == '.') {
@@ -209,11 +210,11 @@ struct TlsSession::State {
     State() { mbedtls_ssl_init(&ssl); }
     ~State() { mbedtls_ssl_free(&ssl); }
 
-    static int send_cb(void* ctx, const unsigned char* buf, size_t len) {
+    static int send_cb(void* ctx, const unsigned char* buf, size_t len) noexcept {
         static_cast<State*>(ctx)->out.append(reinterpret_cast<const char*>(buf), len);
         return static_cast<int>(len);
     }
-    static int recv_cb(void* ctx, unsigned char* buf, size_t len) {
+    static int recv_cb(void* ctx, unsigned char* buf, size_t len) noexcept {
         auto* s = static_cast<State*>(ctx);
         const size_t avail = s->in.size() - s->in_pos;
         if (avail == 0) return MBEDTLS_ERR_SSL_WANT_READ;
@@ -228,7 +229,7 @@ struct TlsSession::State {
     }
 
     // The host name check, replacing mbedTLS's (which ignores IP SANs in 2.28).
-    static int verify_cb(void* ctx, mbedtls_x509_crt* crt, int depth, uint32_t* flags) {
+    static int verify_cb(void* ctx, mbedtls_x509_crt* crt, int depth, uint32_t* flags) noexcept {
         auto* s = static_cast<State*>(ctx);
         if (depth != 0) return 0;
         const std::vector<San> sans = subject_alt_names(crt);

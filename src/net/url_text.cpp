@@ -2,25 +2,19 @@
 
 namespace myr::net {
 
-uint16_t default_port(const std::string& scheme) {
-    if (scheme == "http" || scheme == "ws") return 80;
-    if (scheme == "https" || scheme == "wss") return 443;
-    return 0;
-}
-
 namespace {
 std::string bracketed(const std::string& host) {
     return host.find(':') != std::string::npos ? "[" + host + "]" : host;
 }
 }  // namespace
 
-std::string host_header(const config::Url& url) {
+std::string host_header(const Url& url) {
     std::string h = bracketed(url.host);
     if (url.port != 0 && url.port != default_port(url.scheme)) h += ":" + std::to_string(url.port);
     return h;
 }
 
-std::string url_label(const config::Url& url) {
+std::string url_label(const Url& url) {
     return url.scheme + "://" + bracketed(url.host) + ":" +
            std::to_string(url.port != 0 ? url.port : default_port(url.scheme)) +
            (url.path.empty() ? "/" : url.path);

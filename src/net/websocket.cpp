@@ -6,10 +6,9 @@
 #include <utility>
 
 #include "core/log.hpp"
+#include "core/random.hpp"
 #include "net/http_response.hpp"
-#include "net/random.hpp"
 #include "net/stream.hpp"
-#include "net/timer.hpp"
 #include "net/url_text.hpp"
 #include "net/ws_frame.hpp"
 
@@ -24,18 +23,17 @@ constexpr size_t excerpt_limit = 512;
 }  // namespace
 
 // Lifetime: owned by the WebSocketClient. Its libuv parts (Stream, Timers) free themselves, so
-// the Impl can be deleted at any time; `alive_` tells code running inside a handler that it was.
+// the Impl can be deleted at any time; `guard_` tells code running inside a handler that it was.
 class WebSocketClient::Impl {
   public:
-    Impl(uv_loop_t* loop, WsConnectOptions opts, Handlers handlers)
+    Impl(uv_loop_t* loop, loop::Scheduler& sched, WsConnectOptions opts, Handlers handlers)
         : loop_(loop),
+          sched_(sched),
           opts_(std::move(opts)),
           h_(std::move(handlers)),
-          handshake_timer_(loop),
-          close_timer_(loop),
-          defer_(loop),
+          handshake_timer_(sched.timer()),
+          close_timer_(sched.timer()),
           decoder_(ws::Role::client, opts_.max_message) {}
-    ~Impl() { *alive_ = false; }
 
     void connect();
     Status send_binary(std::string_view data);
@@ -58,6 +56,7 @@ class WebSocketClient::Impl {
     void reject();
 
     uv_loop_t* loop_;
+    loop::Scheduler& sched_;
     WsConnectOptions opts_;
     Handlers h_;
     std::string label_;
@@ -65,16 +64,17 @@ class WebSocketClient::Impl {
     std::unique_ptr<Stream> stream_;
     std::unique_ptr<ResponseParser> parser_;
     std::string key_;
-    Timer handshake_timer_;
-    Timer close_timer_;
-    Timer defer_;
+    std::unique_ptr<loop::Timer> handshake_timer_;
+    std::unique_ptr<loop::Timer> close_timer_;
     ws::Decoder decoder_;
     // The close frame we sent, reported when the peer answers it.
     uint16_t sent_code_ = 0;
     std::string sent_reason_;
     // A non-101 answer being read.
     std::optional<WsRejection> rejection_;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    // Dropped when a connection ends, so an answer posted for it cannot reach the next one;
+    // expired also when a handler destroyed the client.
+    loop::Guard guard_;
 };
 
 void WebSocketClient::Impl::connect() {
@@ -105,20 +105,14 @@ void WebSocketClient::Impl::connect() {
         return;
     }
 
-    StreamOptions so;
-    so.host = opts_.url.host;
-    so.port = opts_.url.port != 0 ? opts_.url.port : default_port(opts_.url.scheme);
-    so.tls = opts_.url.scheme == "wss";
-    so.ca_file = opts_.ca_file;
-    so.allow_insecure_transport = opts_.allow_insecure_transport;
-    so.label = label_;
+    StreamOptions so = stream_to(opts_.url, opts_.ca_file, opts_.allow_insecure_transport);
     Stream::Handlers sh;
     sh.on_connected = [this] { on_connected(); };
     sh.on_data = [this](std::string_view d) { on_data(d); };
     sh.on_end = [this](Status st) { on_end(std::move(st)); };
-    stream_ = std::make_unique<Stream>(loop_, std::move(so), std::move(sh));
+    stream_ = std::make_unique<Stream>(loop_, sched_, std::move(so), std::move(sh));
     if (opts_.handshake_timeout > Duration::zero()) {
-        handshake_timer_.start(opts_.handshake_timeout, [this] {
+        handshake_timer_->start(opts_.handshake_timeout, [this] {
             finish(ws_close::abnormal, "", std::nullopt,
                    label_ + ": WebSocket connection not established within " +
                        format_duration(opts_.handshake_timeout));
@@ -129,9 +123,9 @@ void WebSocketClient::Impl::connect() {
 
 void WebSocketClient::Impl::finish_later(uint16_t code, std::string error) {
     // on_closed never runs from inside connect() or close(): the caller may not expect re-entry.
-    defer_.start(Duration::zero(), [this, code, error = std::move(error)]() mutable {
+    sched_.post(guard_.bind([this, code, error = std::move(error)]() mutable {
         finish(code, "", std::nullopt, std::move(error));
-    });
+    }));
 }
 
 void WebSocketClient::Impl::on_connected() {
@@ -196,11 +190,11 @@ void WebSocketClient::Impl::on_data(std::string_view data) {
         const HttpHead& head = parser_->head();
         on_upgrade_head(head);
         if (state_ != State::open) return;
-        auto alive = alive_;
+        auto alive = guard_.watch();
         if (h_.on_open) {
             auto cb = h_.on_open;
             cb();
-            if (!*alive || state_ != State::open) return;
+            if (alive.expired() || state_ != State::open) return;
         }
         handle_frames(data.substr(*used));
         return;
@@ -235,13 +229,13 @@ void WebSocketClient::Impl::on_upgrade_head(const HttpHead& head) {
         finish(ws_close::protocol_error, "", std::nullopt, label_ + ": WebSocket upgrade: " + why);
         return;
     }
-    handshake_timer_.stop();
+    handshake_timer_->stop();
     parser_.reset();
     state_ = State::open;
 }
 
 void WebSocketClient::Impl::handle_frames(std::string_view data) {
-    auto alive = alive_;
+    auto alive = guard_.watch();
     for (;;) {
         ws::Event ev = decoder_.next(data);
         switch (ev.kind) {
@@ -256,7 +250,7 @@ void WebSocketClient::Impl::handle_frames(std::string_view data) {
                 if (state_ == State::open && h_.on_message) {
                     auto cb = h_.on_message;
                     cb(ev.data);
-                    if (!*alive) return;
+                    if (alive.expired()) return;
                     if (state_ != State::open && state_ != State::closing) return;
                 }
                 break;
@@ -315,9 +309,9 @@ void WebSocketClient::Impl::close(uint16_t code, std::string_view reason) {
             return;
         case State::connecting:
         case State::handshaking:
-            handshake_timer_.stop();
+            handshake_timer_->stop();
             stream_.reset();
-            defer_.start(Duration::zero(), [this, code] { finish(code, "", std::nullopt, ""); });
+            sched_.post(guard_.bind([this, code] { finish(code, "", std::nullopt, ""); }));
             state_ = State::closing;
             return;
         case State::open:
@@ -328,7 +322,7 @@ void WebSocketClient::Impl::close(uint16_t code, std::string_view reason) {
     send_frame(ws::Opcode::close, ws::close_payload(sent_code_, sent_reason_));
     sent_reason_ = ws::close_payload(sent_code_, sent_reason_).substr(2);
     state_ = State::closing;
-    close_timer_.start(close_timeout, [this] {
+    close_timer_->start(close_timeout, [this] {
         finish(sent_code_, sent_reason_, std::nullopt,
                label_ + ": the server did not answer the close frame within " +
                    format_duration(close_timeout));
@@ -370,9 +364,9 @@ void WebSocketClient::Impl::finish(uint16_t code, std::string reason,
                                    std::optional<WsRejection> rejection, std::string error) {
     if (state_ == State::closed || state_ == State::idle) return;
     state_ = State::closed;
-    handshake_timer_.stop();
-    close_timer_.stop();
-    defer_.stop();
+    handshake_timer_->stop();
+    close_timer_->stop();
+    guard_.drop();
     parser_.reset();
     // Let queued frames (our close) go out, then close TCP; the Stream finishes on its own.
     if (stream_) {
@@ -385,8 +379,9 @@ void WebSocketClient::Impl::finish(uint16_t code, std::string reason,
     }
 }
 
-WebSocketClient::WebSocketClient(uv_loop_t* loop, WsConnectOptions opts, Handlers handlers)
-    : impl_(new Impl(loop, std::move(opts), std::move(handlers))) {}
+WebSocketClient::WebSocketClient(uv_loop_t* loop, loop::Scheduler& sched, WsConnectOptions opts,
+                                 Handlers handlers)
+    : impl_(new Impl(loop, sched, std::move(opts), std::move(handlers))) {}
 WebSocketClient::~WebSocketClient() {
     delete impl_;
 }

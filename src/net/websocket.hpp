@@ -22,14 +22,15 @@
 #include <utility>
 #include <vector>
 
-#include "config/config.hpp"
+#include "core/url.hpp"
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "loop/scheduler.hpp"
 
 namespace myr::net {
 
 struct WsConnectOptions {
-    config::Url url;                                           // ws:// or wss://
+    Url url;                                           // ws:// or wss://
     std::vector<std::pair<std::string, std::string>> headers;  // e.g. Authorization: Bearer …
     std::string ca_file;                    // "" = /etc/ssl/certs/ca-certificates.crt
     bool allow_insecure_transport = false;  // ws:// to a non-loopback address
@@ -75,7 +76,8 @@ class WebSocketClient {
             on_closed;
     };
 
-    WebSocketClient(uv_loop_t* loop, WsConnectOptions opts, Handlers handlers);
+    WebSocketClient(uv_loop_t* loop, loop::Scheduler& sched, WsConnectOptions opts,
+                    Handlers handlers);
     ~WebSocketClient();
     WebSocketClient(const WebSocketClient&) = delete;
     WebSocketClient& operator=(const WebSocketClient&) = delete;

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "net/random.hpp"
+#include "core/random.hpp"
 
 namespace myr::net::ws {
 namespace {

@@ -54,9 +54,6 @@ class Decoder {
     // again while it returns events. After an error every call returns the same error.
     Event next(std::string_view& input);
 
-    // True while a fragmented message has started and not finished.
-    bool in_message() const { return message_opcode_.has_value(); }
-
   private:
     enum class State { header, payload };
     Event fail(uint16_t code, std::string why);

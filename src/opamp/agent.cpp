@@ -9,8 +9,9 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "core/file.hpp"
 #include "core/log.hpp"
-#include "fsx/fd.hpp"
+#include "core/text.hpp"
 
 namespace myr::opamp {
 
@@ -18,38 +19,15 @@ namespace {
 
 constexpr size_t kMaxTokenSize = 16 * 1024;
 
-std::string trim(std::string s) {
-    const char* ws = " \t\r\n";
-    s.erase(s.find_last_not_of(ws) + 1);
-    s.erase(0, s.find_first_not_of(ws));
-    return s;
-}
-
 // The token file is named by the operator and, in Kubernetes, is a symlink into the secret
 // volume's ..data directory, so symlinks are followed here (unlike files on the shared volume).
 // It must be a regular file of at most kMaxTokenSize bytes.
 Result<std::string> read_token_file(const std::string& path) {
-    fsx::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-    if (!fd) return fail_errno("open " + path);
-    struct stat st {};
-    if (fstat(fd.get(), &st) != 0) return fail_errno("stat " + path);
-    if (!S_ISREG(st.st_mode)) return fail(path + ": not a regular file");
-    if (st.st_size > static_cast<off_t>(kMaxTokenSize)) {
-        return fail(path + ": larger than " + std::to_string(kMaxTokenSize) + " bytes");
-    }
-    std::string out;
-    char buf[4096];
-    for (;;) {
-        ssize_t n = read(fd.get(), buf, sizeof buf);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return fail_errno("read " + path);
-        }
-        if (n == 0) break;
-        out.append(buf, static_cast<size_t>(n));
-        if (out.size() > kMaxTokenSize) return fail(path + ": grew while being read");
-    }
-    return out;
+    auto fd = open_regular(path);
+    if (!fd) return fd.fail();
+    auto text = read_bounded(fd->get(), kMaxTokenSize);
+    if (!text) return text.fail(path);
+    return text;
 }
 
 std::string ms_text(Duration d) {
@@ -87,7 +65,7 @@ std::string resolve_host_name(const std::string& configured) {
 }
 
 std::string host_arch() {
-    struct utsname u {};
+    struct utsname u{};
     if (uname(&u) != 0) return "";
     const std::string m = u.machine;
     if (m == "x86_64") return "amd64";
@@ -101,11 +79,10 @@ std::string host_arch() {
 }
 
 Result<std::unique_ptr<Agent>> Agent::create(AgentOptions options, AgentDeps deps) {
-    if (!deps.clock) deps.clock = &system_clock();
-    if (!deps.status || !deps.installer || !deps.timers || !deps.transport) {
+    if (!deps.sched || !deps.status || !deps.installer || !deps.transport) {
         return fail("opamp agent: missing dependency");
     }
-    auto uid = load_or_create_instance_uid(options.state_dir, deps.clock->wall());
+    auto uid = load_or_create_instance_uid(options.state_dir, deps.sched->wall());
     if (!uid) return uid.fail("opamp agent");
     return std::unique_ptr<Agent>(new Agent(std::move(options), std::move(deps), *uid));
 }
@@ -116,13 +93,13 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Uid uid)
       uid_(uid),
       backoff_(deps_.random01 ? deps_.random01 : default_random01()),
       heartbeat_(opt_.heartbeat_interval) {
-    heartbeat_timer_ = deps_.timers->create();
-    reconnect_timer_ = deps_.timers->create();
-    stop_timer_ = deps_.timers->create();
-    if (!opt_.supervisor_storage_dir.empty() && deps_.loop) {
-        watcher_ = std::make_unique<PersistentStateWatcher>(deps_.loop, opt_.supervisor_storage_dir,
-                                                            opt_.persistent_state_poll,
-                                                            [this] { state_changed(); });
+    heartbeat_timer_ = deps_.sched->timer();
+    reconnect_timer_ = deps_.sched->timer();
+    stop_timer_ = deps_.sched->timer();
+    if (!opt_.supervisor_storage_dir.empty()) {
+        watcher_ = std::make_unique<PersistentStateWatcher>(
+            *deps_.sched, opt_.supervisor_storage_dir, opt_.persistent_state_poll,
+            [this] { state_changed(); });
     }
 }
 
@@ -151,14 +128,14 @@ void Agent::start() {
 std::string Agent::read_token() const {
     if (!opt_.enrollment_token_file.empty()) {
         auto text = read_token_file(opt_.enrollment_token_file);
-        if (text) return trim(*text);
+        if (text) return text::trim(*text);
         log::error("cannot read the enrollment token; connecting without it",
                    {{"error", text.error().message()}});
         return "";
     }
     if (!opt_.enrollment_token_env.empty()) {
         const char* v = std::getenv(opt_.enrollment_token_env.c_str());
-        if (v && *v) return trim(v);
+        if (v && *v) return text::trim(v);
         log::error("enrollment token variable is empty or unset; connecting without it",
                    {{"variable", opt_.enrollment_token_env}});
     }
@@ -185,7 +162,7 @@ void Agent::connect_now() {
 void Agent::on_open() {
     if (state_ != State::connecting) return;
     state_ = State::connected;
-    opened_at_ = deps_.clock->now();
+    opened_at_ = deps_.sched->now();
     sent_desc_.reset();
     sent_health_.reset();
     sent_packages_.reset();
@@ -328,7 +305,7 @@ bool Agent::send(AgentToServer& msg) {
         return false;
     }
     ++seq_;
-    last_sent_at_ = deps_.clock->now();
+    last_sent_at_ = deps_.sched->now();
     arm_heartbeat();
     return true;
 }
@@ -337,7 +314,7 @@ void Agent::arm_heartbeat() {
     heartbeat_timer_->stop();
     if (state_ != State::connected || heartbeat_.count() <= 0) return;
     // Counted from the last message sent, so a busy connection sends no extra heartbeats.
-    const Duration since = std::chrono::duration_cast<Duration>(deps_.clock->now() - last_sent_at_);
+    const Duration since = std::chrono::duration_cast<Duration>(deps_.sched->now() - last_sent_at_);
     const Duration wait = since >= heartbeat_ ? Duration(0) : heartbeat_ - since;
     heartbeat_timer_->start(wait, [this] {
         if (state_ != State::connected) return;
@@ -355,7 +332,7 @@ void Agent::on_closed(TransportClosed info) {
     }
     if (was == State::stopped || was == State::idle) return;
     state_ = State::waiting;
-    const MonoTime now = deps_.clock->now();
+    const MonoTime now = deps_.sched->now();
     if (was == State::closing && closing_delay_) {
         const Duration d = *closing_delay_;
         closing_delay_.reset();

@@ -3,6 +3,7 @@
 //
 // Connection states and what moves between them (everything runs on the one loop):
 //
+// clang-format off
 //   state        event                          next         action
 //   idle         start()                        connecting   read token, open transport
 //   connecting   transport open                 connected    full report, heartbeat timer
@@ -16,6 +17,7 @@
 //   waiting      reconnect timer                connecting   open a new transport
 //   any          stop(done)                     stopping     agent_disconnect + close 1000
 //   stopping     transport closed / 3 s         stopped      done()
+// clang-format on
 //
 // Invariants: sequence_num grows by one for every message sent in this process; the first message
 // of every connection is a full report; a message is sent only for a change, a heartbeat, a
@@ -25,14 +27,13 @@
 // server-assigned one replaces it durably before it is used.
 #pragma once
 
-#include <uv.h>
-
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "loop/scheduler.hpp"
 #include "opamp/messages.hpp"
 #include "opamp/persistent_state.hpp"
 #include "opamp/providers.hpp"
@@ -65,12 +66,10 @@ struct AgentOptions {
 
 // Everything the agent uses from outside; the references must outlive the agent.
 struct AgentDeps {
-    uv_loop_t* loop = nullptr;  // for the persistent_state watcher
+    loop::Scheduler* sched = nullptr;  // time, timers (also the persistent_state watcher's)
     StatusProvider* status = nullptr;
     Installer* installer = nullptr;
     TransportFactory transport;
-    std::shared_ptr<TimerFactory> timers;
-    Clock* clock = nullptr;            // system_clock() when null
     std::function<double()> random01;  // jitter; default_random01() when empty
     // Optional observer of every decoded ServerToAgent (the driver program prints them).
     std::function<void(const ServerToAgent&)> on_server_message;
@@ -97,7 +96,6 @@ class Agent {
 
     State state() const { return state_; }
     const Uid& instance_uid() const { return uid_; }
-    uint64_t next_sequence_num() const { return seq_; }
     Duration heartbeat_interval() const { return heartbeat_; }
     const std::string& collector_uid() const;
     // The description reported now (for logs and tests).
@@ -124,9 +122,9 @@ class Agent {
     Uid uid_;
     State state_ = State::idle;
     std::unique_ptr<Transport> transport_;
-    std::unique_ptr<Timer> heartbeat_timer_;
-    std::unique_ptr<Timer> reconnect_timer_;
-    std::unique_ptr<Timer> stop_timer_;
+    std::unique_ptr<loop::Timer> heartbeat_timer_;
+    std::unique_ptr<loop::Timer> reconnect_timer_;
+    std::unique_ptr<loop::Timer> stop_timer_;
     std::unique_ptr<PersistentStateWatcher> watcher_;
     Backoff backoff_;
     bool immediate_used_ = false;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
 
@@ -120,21 +121,19 @@ Result<std::string> read_collector_instance_uid(const std::string& storage_dir) 
     return uid;
 }
 
-PersistentStateWatcher::PersistentStateWatcher(uv_loop_t* loop, std::string storage_dir,
+PersistentStateWatcher::PersistentStateWatcher(loop::Scheduler& sched, std::string storage_dir,
                                                Duration poll_interval,
                                                std::function<void()> on_change)
-    : loop_(loop),
-      storage_dir_(std::move(storage_dir)),
+    : storage_dir_(std::move(storage_dir)),
       interval_(poll_interval),
       on_change_(std::move(on_change)),
+      timer_(sched.timer()),
       path_(storage_dir_ + "/" + kPersistentStateFile) {}
 
-PersistentStateWatcher::~PersistentStateWatcher() {
-    stop();
-}
+PersistentStateWatcher::~PersistentStateWatcher() = default;
 
 std::string PersistentStateWatcher::stat_key() const {
-    struct stat st {};
+    struct stat st{};
     if (lstat(path_.c_str(), &st) != 0) return "errno " + std::to_string(errno);
     return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
            std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
@@ -144,26 +143,14 @@ std::string PersistentStateWatcher::stat_key() const {
 
 void PersistentStateWatcher::start() {
     refresh();
-    if (timer_) return;
-    timer_ = new uv_timer_t;
-    uv_timer_init(loop_, timer_);
-    timer_->data = this;
-    const auto ms = static_cast<uint64_t>(std::max<int64_t>(interval_.count(), 1));
-    uv_timer_start(timer_, on_tick, ms, ms);
+    if (timer_->active()) return;
+    timer_->start_repeating(std::max(interval_, Duration(1)), [this] {
+        if (stat_key() != seen_) refresh();
+    });
 }
 
 void PersistentStateWatcher::stop() {
-    if (!timer_) return;
-    timer_->data = nullptr;
-    uv_timer_stop(timer_);
-    uv_close(reinterpret_cast<uv_handle_t*>(timer_),
-             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
-    timer_ = nullptr;
-}
-
-void PersistentStateWatcher::on_tick(uv_timer_t* h) noexcept {
-    auto* self = static_cast<PersistentStateWatcher*>(h->data);
-    if (self && self->stat_key() != self->seen_) self->refresh();
+    timer_->stop();
 }
 
 void PersistentStateWatcher::refresh() {

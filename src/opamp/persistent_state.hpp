@@ -7,14 +7,14 @@
 // is the second libyaml user next to config/, for this one small read-only file.
 #pragma once
 
-#include <uv.h>
-
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "loop/scheduler.hpp"
 
 namespace myr::opamp {
 
@@ -39,7 +39,7 @@ inline constexpr const char* kPersistentStateFile = "persistent_state.yaml";
 // and is logged as a warning once per distinct problem, never fatal.
 class PersistentStateWatcher {
   public:
-    PersistentStateWatcher(uv_loop_t* loop, std::string storage_dir, Duration poll_interval,
+    PersistentStateWatcher(loop::Scheduler& sched, std::string storage_dir, Duration poll_interval,
                            std::function<void()> on_change);
     ~PersistentStateWatcher();
     PersistentStateWatcher(const PersistentStateWatcher&) = delete;
@@ -53,14 +53,12 @@ class PersistentStateWatcher {
     void refresh();
 
   private:
-    static void on_tick(uv_timer_t* h) noexcept;
     std::string stat_key() const;
 
-    uv_loop_t* loop_;
     std::string storage_dir_;
     Duration interval_;
     std::function<void()> on_change_;
-    uv_timer_t* timer_ = nullptr;  // freed in its close callback
+    std::unique_ptr<loop::Timer> timer_;
     std::string path_;
     std::string seen_;  // stat_key() taken just before the last read
     std::string uid_;

@@ -1,9 +1,7 @@
-// The seams the agent sits on: one WebSocket connection (Transport), one-shot timers (Timer), and
-// the jittered exponential backoff. The real ones wrap net::WebSocketClient and uv_timer_t; the
-// unit tests put a scripted transport and timers driven by a FakeClock in their place.
+// The seam the agent sits on besides the Scheduler: one WebSocket connection (Transport), and the
+// jittered exponential backoff. The real transport wraps net::WebSocketClient (ws_transport.hpp);
+// the unit tests put a scripted one in its place.
 #pragma once
-
-#include <uv.h>
 
 #include <cstdint>
 #include <functional>
@@ -49,31 +47,6 @@ class Transport {
 using TransportFactory =
     std::function<std::unique_ptr<Transport>(HttpHeaders headers, Transport::Handlers handlers)>;
 
-// A one-shot timer. start() replaces a pending expiry; stop() cancels it. The callback never runs
-// after the Timer is destroyed.
-class Timer {
-  public:
-    virtual ~Timer() = default;
-    virtual void start(Duration after, std::function<void()> cb) = 0;
-    virtual void stop() = 0;
-};
-
-class TimerFactory {
-  public:
-    virtual ~TimerFactory() = default;
-    virtual std::unique_ptr<Timer> create() = 0;
-};
-
-// uv_timer_t timers on one loop.
-class UvTimerFactory : public TimerFactory {
-  public:
-    explicit UvTimerFactory(uv_loop_t* loop) : loop_(loop) {}
-    std::unique_ptr<Timer> create() override;
-
-  private:
-    uv_loop_t* loop_;
-};
-
 // Exponential backoff with jitter: the n-th delay is min(initial × factor^n, max), spread uniformly
 // by ±jitter around that value and capped at max again. `random01` returns values in [0, 1).
 class Backoff {
@@ -90,9 +63,6 @@ class Backoff {
     Duration next();
     void reset() { attempt_ = 0; }
     unsigned attempts() const { return attempt_; }
-    const Params& params() const { return p_; }
-    // The bounds next() may return for attempt `n` (for tests and logs).
-    std::pair<Duration, Duration> bounds(unsigned n) const;
 
   private:
     double base_ms(unsigned n) const;
@@ -102,8 +72,8 @@ class Backoff {
     unsigned attempt_ = 0;
 };
 
-// A std::mt19937_64 seeded from the OS: jitter needs no cryptographic strength, only agents that do
-// not reconnect in lock step.
+// Jitter from the kernel's random source (core/random.hpp): agents must not reconnect in lock
+// step.
 std::function<double()> default_random01();
 
 }  // namespace myr::opamp

@@ -1,37 +1,17 @@
 #include "opamp/uid.hpp"
 
-#include <sys/random.h>
-
-#include <cerrno>
-
+#include "core/hex.hpp"
 #include "core/log.hpp"
+#include "core/random.hpp"
+#include "core/text.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
 
 namespace myr::opamp {
 
-namespace {
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-}  // namespace
-
-Result<Uid> new_uuid_v7(WallTime now) {
+Uid new_uuid_v7(WallTime now) {
     Uid u{};
-    size_t got = 0;
-    while (got < 10) {
-        ssize_t n = getrandom(u.data() + 6 + got, 10 - got, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return fail_errno("getrandom");
-        }
-        got += static_cast<size_t>(n);
-    }
+    random_bytes(u.data() + 6, 10);
     auto ms = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
     for (int i = 0; i < 6; ++i) u[i] = static_cast<uint8_t>(ms >> (8 * (5 - i)));
@@ -41,13 +21,11 @@ Result<Uid> new_uuid_v7(WallTime now) {
 }
 
 std::string uid_to_text(const Uid& uid) {
-    static const char* digits = "0123456789abcdef";
     std::string s;
     s.reserve(36);
     for (size_t i = 0; i < uid.size(); ++i) {
         if (i == 4 || i == 6 || i == 8 || i == 10) s.push_back('-');
-        s.push_back(digits[uid[i] >> 4]);
-        s.push_back(digits[uid[i] & 0xf]);
+        hex::append(s, uid[i]);
     }
     return s;
 }
@@ -61,8 +39,8 @@ Result<Uid> uid_from_text(std::string_view text) {
             if (text[pos] != '-') return fail("not a UUID (misplaced '-')");
             ++pos;
         }
-        int hi = hex_value(text[pos]);
-        int lo = hex_value(text[pos + 1]);
+        int hi = hex::digit(text[pos]);
+        int lo = hex::digit(text[pos + 1]);
         if (hi < 0 || lo < 0) return fail("not a UUID (not a hex digit)");
         u[i] = static_cast<uint8_t>(hi << 4 | lo);
         pos += 2;
@@ -100,19 +78,14 @@ Result<Uid> load_or_create_instance_uid(const std::string& state_dir, WallTime n
     if (*exists) {
         auto text = fsx::read_file_at(dir->get(), kInstanceUidFile, 256);
         if (!text) return text.fail("instance uid: " + path);
-        std::string_view t = *text;
-        while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) {
-            t.remove_suffix(1);
-        }
-        auto uid = uid_from_text(t);
+        auto uid = uid_from_text(text::trim(*text));
         if (uid) return uid;
         log::warn("instance uid file is damaged, creating a new identity",
                   {{"path", path}, {"error", uid.error().message()}});
     }
-    auto uid = new_uuid_v7(now);
-    if (!uid) return uid.fail("instance uid");
-    MYR_TRY(store_instance_uid(state_dir, *uid), "instance uid");
-    log::info("created instance uid", {{"instance_uid", uid_to_text(*uid)}, {"path", path}});
+    Uid uid = new_uuid_v7(now);
+    MYR_TRY(store_instance_uid(state_dir, uid), "instance uid");
+    log::info("created instance uid", {{"instance_uid", uid_to_text(uid)}, {"path", path}});
     return uid;
 }
 

@@ -14,8 +14,8 @@ namespace myr::opamp {
 using Uid = std::array<uint8_t, 16>;
 
 // A UUIDv7 (RFC 9562): 48 bits of Unix milliseconds from `now`, version 7, variant 10, and 74
-// random bits from getrandom(2).
-[[nodiscard]] Result<Uid> new_uuid_v7(WallTime now);
+// random bits.
+Uid new_uuid_v7(WallTime now);
 
 // "0190a6f4-6c1e-7a3b-9c2d-0123456789ab" (lower case).
 std::string uid_to_text(const Uid& uid);

@@ -8,8 +8,8 @@ namespace {
 
 class WsTransport : public Transport {
   public:
-    WsTransport(uv_loop_t* loop, const WsTransportOptions& o, HttpHeaders headers,
-                Handlers handlers)
+    WsTransport(uv_loop_t* loop, loop::Scheduler& sched, const WsTransportOptions& o,
+                HttpHeaders headers, Handlers handlers)
         : handlers_(std::move(handlers)) {
         net::WsConnectOptions co;
         co.url = o.url;
@@ -38,7 +38,7 @@ class WsTransport : public Transport {
             }
             if (handlers_.on_closed) handlers_.on_closed(std::move(c));
         };
-        client_ = std::make_unique<net::WebSocketClient>(loop, std::move(co), std::move(h));
+        client_ = std::make_unique<net::WebSocketClient>(loop, sched, std::move(co), std::move(h));
     }
     void connect() override { client_->connect(); }
     Status send(std::string_view message) override { return client_->send_binary(message); }
@@ -51,36 +51,12 @@ class WsTransport : public Transport {
 
 }  // namespace
 
-TransportFactory ws_transport_factory(uv_loop_t* loop, WsTransportOptions options) {
-    return [loop, options](HttpHeaders headers, Transport::Handlers handlers) {
+TransportFactory ws_transport_factory(uv_loop_t* loop, loop::Scheduler& sched,
+                                      WsTransportOptions options) {
+    return [loop, &sched, options](HttpHeaders headers, Transport::Handlers handlers) {
         return std::unique_ptr<Transport>(
-            new WsTransport(loop, options, std::move(headers), std::move(handlers)));
+            new WsTransport(loop, sched, options, std::move(headers), std::move(handlers)));
     };
-}
-
-Result<std::unique_ptr<Agent>> make_agent(uv_loop_t* loop, const config::Config& cfg,
-                                          std::string service_version, StatusProvider& status,
-                                          Installer& installer) {
-    if (!cfg.server.endpoint) return fail("opamp agent: server.endpoint is not set");
-    AgentOptions o;
-    o.state_dir = cfg.collector.state_dir;
-    o.supervisor_storage_dir = cfg.supervisor.storage_dir;
-    o.host_name = resolve_host_name(cfg.server.host_name);
-    o.service_version = std::move(service_version);
-    o.heartbeat_interval = cfg.server.heartbeat_interval;
-    o.enrollment_token_file = cfg.server.enrollment_token_file;
-    o.enrollment_token_env = cfg.server.enrollment_token_env;
-    WsTransportOptions w;
-    w.url = *cfg.server.endpoint;
-    w.ca_file = cfg.server.ca_file;
-    w.allow_insecure_transport = cfg.server.allow_insecure_transport;
-    AgentDeps d;
-    d.loop = loop;
-    d.status = &status;
-    d.installer = &installer;
-    d.transport = ws_transport_factory(loop, std::move(w));
-    d.timers = std::make_shared<UvTimerFactory>(loop);
-    return Agent::create(std::move(o), std::move(d));
 }
 
 }  // namespace myr::opamp

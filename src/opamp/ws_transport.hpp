@@ -1,5 +1,4 @@
-// The real Transport: net::WebSocketClient on the loop, and the wiring of an Agent from
-// updater.yaml for the container command.
+// The real Transport: net::WebSocketClient on the loop.
 #pragma once
 
 #include <uv.h>
@@ -7,27 +6,20 @@
 #include <memory>
 #include <string>
 
-#include "config/config.hpp"
-#include "opamp/agent.hpp"
+#include "core/url.hpp"
+#include "loop/scheduler.hpp"
 #include "opamp/transport.hpp"
 
 namespace myr::opamp {
 
 struct WsTransportOptions {
-    config::Url url;
+    Url url;
     std::string ca_file;  // "" = the system store
     bool allow_insecure_transport = false;
     size_t max_message = 16u << 20;
 };
 
-TransportFactory ws_transport_factory(uv_loop_t* loop, WsTransportOptions options);
-
-// An Agent for `cfg` (server.*, collector.stateDir, supervisor.storageDir) on `loop`, with uv
-// timers, the system clock and the WebSocket transport. `status` and `installer` must outlive it.
-// Fails when server.endpoint is missing or the instance uid cannot be loaded or created.
-[[nodiscard]] Result<std::unique_ptr<Agent>> make_agent(uv_loop_t* loop, const config::Config& cfg,
-                                                        std::string service_version,
-                                                        StatusProvider& status,
-                                                        Installer& installer);
+TransportFactory ws_transport_factory(uv_loop_t* loop, loop::Scheduler& sched,
+                                      WsTransportOptions options);
 
 }  // namespace myr::opamp

@@ -23,8 +23,7 @@ namespace {
 // Finishes when the process ended and its output reached EOF; a grandchild that keeps the pipe
 // open after the process ended gets a short grace before we stop reading.
 struct CaptureJob {
-    uv_pipe_t pipe{};
-    bool pipe_open = false;
+    loop::Handle<uv_pipe_t> pipe;  // empty when the pipe could not be opened
     std::unique_ptr<loop::Timer> timer;
     CaptureOptions opts;
     CaptureCallback callback;
@@ -42,23 +41,24 @@ struct CaptureJob {
         done = true;
         timer.reset();
         CaptureCallback cb = std::move(callback);
-        if (pipe_open) {
-            uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe));
-            uv_close(reinterpret_cast<uv_handle_t*>(&pipe),
-                     [](uv_handle_t* h) { delete static_cast<CaptureJob*>(h->data); });
+        // With a pipe, the job is freed once libuv is done with it; the callback runs first.
+        const bool freed_on_close = static_cast<bool>(pipe);
+        if (pipe) {
+            uv_read_stop(pipe.stream());
+            pipe.close([this] { delete this; });
         }
-        bool self_delete = pipe_open;
         cb(std::move(r));
-        if (!self_delete) delete this;
+        if (!freed_on_close) delete this;
     }
 
     void maybe_finish() {
         if (!exited || !eof) return;
         if (exec_errno != 0) {
-            finish(fail(Error::from_errno("run " + what, exec_errno)));
+            finish(fail(Error(Errc::process, Error::from_errno("run " + what, exec_errno).message(),
+                              exec_errno)));
         } else if (timed_out) {
-            finish(fail("run " + what + ": timed out after " + format_duration(opts.timeout) +
-                        " (killed)"));
+            finish(fail(Errc::timeout, "run " + what + ": timed out after " +
+                                           format_duration(opts.timeout) + " (killed)"));
         } else {
             finish(std::move(result));
         }
@@ -76,12 +76,12 @@ struct CaptureJob {
     }
 };
 
-void on_alloc(uv_handle_t*, size_t suggested, uv_buf_t* buf) {
+void on_alloc(uv_handle_t*, size_t suggested, uv_buf_t* buf) noexcept {
     buf->base = new char[suggested];
     buf->len = suggested;
 }
 
-void on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+void on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) noexcept {
     auto* job = static_cast<CaptureJob*>(s->data);
     if (n > 0) {
         size_t room =
@@ -100,18 +100,16 @@ void on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
 
 }  // namespace
 
-void run_capture(Reaper& reaper, const std::vector<std::string>& argv, const CaptureOptions& opts,
-                 CaptureCallback callback) {
+void run_capture(Reaper& reaper, loop::Scheduler& sched, const std::vector<std::string>& argv,
+                 const CaptureOptions& opts, CaptureCallback callback) {
     auto* job = new CaptureJob();
     job->opts = opts;
     job->callback = std::move(callback);
     job->what = argv.empty() ? std::string("(empty command)") : argv[0];
-    job->timer = std::make_unique<loop::Timer>(reaper.loop());
+    job->timer = sched.timer();
 
     // Failures before the process exists still answer through the loop, never from inside the call.
-    auto fail_later = [job](Error e) {
-        job->timer->start(Duration(0), [job, e] { job->finish(fail(e)); });
-    };
+    auto fail_later = [job, &sched](Error e) { sched.post([job, e] { job->finish(fail(e)); }); };
 
     int p[2];
     if (auto st = make_pipe(p); !st) return fail_later(st.error().context("run " + job->what));
@@ -126,14 +124,14 @@ void run_capture(Reaper& reaper, const std::vector<std::string>& argv, const Cap
     job->pid = s->pid;
     job->exec_errno = s->exec_errno;
 
-    uv_pipe_init(reaper.loop().get(), &job->pipe, 0);
-    job->pipe.data = job;
-    if (uv_pipe_open(&job->pipe, p[0]) != 0) {
+    job->pipe = loop::Handle<uv_pipe_t>(reaper.loop().get());
+    if (!job->pipe || uv_pipe_open(job->pipe.get(), p[0]) != 0) {
         ::close(p[0]);
+        job->pipe.close();
         job->eof = true;  // nothing to read; the exit still finishes the job
     } else {
-        job->pipe_open = true;
-        uv_read_start(reinterpret_cast<uv_stream_t*>(&job->pipe), on_alloc, on_read);
+        job->pipe->data = job;
+        uv_read_start(job->pipe.stream(), on_alloc, on_read);
     }
     job->timer->start(opts.timeout, [job] {
         job->timed_out = true;

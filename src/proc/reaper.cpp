@@ -42,6 +42,10 @@ Result<Spawned> Reaper::spawn(const std::vector<std::string>& argv, const SpawnO
     return s;
 }
 
+bool Reaper::signal(pid_t pid, int sig) {
+    return ::kill(pid, sig) == 0;
+}
+
 void Reaper::deliver(pid_t pid, int status) {
     auto it = watched_.find(pid);
     if (it == watched_.end()) {

@@ -2,8 +2,9 @@
 //
 // One SIGCHLD watcher runs a waitpid loop. On Linux it is waitpid(-1, WNOHANG): a pid somebody
 // watches goes to its owner, any other pid is an orphan that was re-parented to us (we are PID 1 or
-// a registered child subreaper) and is just reaped. On macOS there is no subreaper and waitpid(-1)
-// would only find our own children anyway; there we ask for each watched pid.
+// a registered child subreaper) and is just reaped. (Elsewhere, where there is no subreaper, the
+// non-Linux branch asks for each watched pid; no build compiles it today: see docs/architecture.md,
+// "Platforms".)
 //
 // Ordering: spawn() and watch() happen in one loop callback, and SIGCHLD reaches us as a loop
 // event, so a child that exits at once is never reaped before its owner is registered.
@@ -19,16 +20,16 @@
 
 #include "core/result.hpp"
 #include "loop/loop.hpp"
+#include "loop/scheduler.hpp"
+#include "proc/processes.hpp"
 #include "proc/spawn.hpp"
 
 namespace myr::proc {
 
-class Reaper {
+class Reaper final : public Processes {
   public:
-    using ExitCallback = std::function<void(int wait_status)>;
-
     explicit Reaper(loop::Loop& loop);
-    ~Reaper();
+    ~Reaper() override;
     Reaper(const Reaper&) = delete;
     Reaper& operator=(const Reaper&) = delete;
 
@@ -38,7 +39,8 @@ class Reaper {
 
     // Starts a process and watches it; `on_exit` runs on the loop with its wait status.
     [[nodiscard]] Result<Spawned> spawn(const std::vector<std::string>& argv,
-                                        const SpawnOptions& opts, ExitCallback on_exit);
+                                        const SpawnOptions& opts, ExitCallback on_exit) override;
+    bool signal(pid_t pid, int sig) override;
 
     // Collects whatever has ended now (also called by the SIGCHLD watcher).
     void reap();
@@ -77,7 +79,7 @@ using CaptureCallback = std::function<void(Result<Captured>)>;
 // At the timeout its process group gets SIGKILL and the result is an error ("timed out after 10s").
 // An exec failure is an error naming errno. A non-zero exit is NOT an error: look at the status.
 // The callback runs exactly once, on the loop, never from inside this call.
-void run_capture(Reaper& reaper, const std::vector<std::string>& argv, const CaptureOptions& opts,
-                 CaptureCallback callback);
+void run_capture(Reaper& reaper, loop::Scheduler& sched, const std::vector<std::string>& argv,
+                 const CaptureOptions& opts, CaptureCallback callback);
 
 }  // namespace myr::proc

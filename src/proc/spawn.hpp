@@ -32,7 +32,8 @@ struct Spawned {
 [[nodiscard]] Result<Spawned> spawn(const std::vector<std::string>& argv,
                                     const SpawnOptions& opts = {});
 
-// pipe() with both ends close-on-exec (pipe2 where it exists; macOS has none).
+// pipe() with both ends close-on-exec (pipe2; the non-Linux branch is not built, see
+// docs/architecture.md "Platforms").
 [[nodiscard]] Status make_pipe(int fds[2]);
 
 // The exit code a shell would give for an exec failure with this errno.

@@ -2,9 +2,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include "core/log.hpp"
@@ -17,8 +15,8 @@ const char* to_string(State s) {
     switch (s) {
         case State::running:
             return "running";
-        case State::starting:
-            return "starting";
+        case State::waiting_to_restart:
+            return "waiting_to_restart";
         case State::stopping:
             return "stopping";
         case State::stopped:
@@ -27,29 +25,46 @@ const char* to_string(State s) {
     return "?";
 }
 
-ChildService::ChildService(proc::Reaper& reaper, ChildSettings settings, const Clock& clock)
-    : reaper_(reaper),
+const char* to_string(Desired d) {
+    switch (d) {
+        case Desired::not_started:
+            return "not_started";
+        case Desired::running:
+            return "running";
+        case Desired::stopped:
+            return "stopped";
+        case Desired::gave_up:
+            return "gave_up";
+    }
+    return "?";
+}
+
+ChildService::ChildService(proc::Processes& procs, loop::Scheduler& sched, ChildSettings settings)
+    : procs_(procs),
+      sched_(sched),
       settings_(std::move(settings)),
-      policy_(settings_.restart, clock),
-      restart_timer_(reaper.loop()),
-      kill_timer_(reaper.loop()),
-      group_poll_(reaper.loop()),
-      defer_timer_(reaper.loop()) {}
+      policy_(settings_.restart, sched),
+      restart_timer_(sched.timer()),
+      kill_timer_(sched.timer()),
+      group_poll_(sched.timer()) {}
 
 ChildService::~ChildService() = default;
 
-State ChildService::state() const {
-    switch (phase_) {
-        case Phase::idle:
-            return State::stopped;
-        case Phase::running:
-            return State::running;
-        case Phase::backoff:
-            return State::starting;
-        case Phase::stopping:
-            return State::stopping;
-    }
-    return State::stopped;
+void ChildService::on_change(std::function<void()> listener) {
+    listeners_.push_back(std::move(listener));
+}
+
+void ChildService::set(State st) {
+    state_ = st;
+    // One announcement per turn: listeners read the state then, so a burst of changes (an end and
+    // the restart decision) is one event, and no listener runs inside a transition.
+    if (change_posted_) return;
+    change_posted_ = true;
+    sched_.post(guard_.bind([this] {
+        change_posted_ = false;
+        auto listeners = listeners_;  // a listener may add another
+        for (auto& l : listeners) l();
+    }));
 }
 
 std::vector<std::string> ChildService::environment() const {
@@ -59,16 +74,25 @@ std::vector<std::string> ChildService::environment() const {
 }
 
 std::string ChildService::describe() const {
-    switch (phase_) {
-        case Phase::idle:
+    switch (state_) {
+        case State::stopped:
+            switch (desired_) {
+                case Desired::not_started:
+                    return "child not running: not started yet";
+                case Desired::gave_up:
+                    return "child not running: gave up: " + give_up_reason_;
+                case Desired::running:
+                case Desired::stopped:
+                    return "child not running: stopped";
+            }
             return "child not running: stopped";
-        case Phase::running:
+        case State::running:
             return "child running (pid " + std::to_string(pid_) + ")";
-        case Phase::backoff: {
-            long long ms = restart_timer_.remaining().count();
+        case State::waiting_to_restart: {
+            long long ms = restart_timer_->remaining().count();
             return "child not running: restarting in " + std::to_string((ms + 999) / 1000) + "s";
         }
-        case Phase::stopping:
+        case State::stopping:
             return "child not running: stopping (pid " + std::to_string(pid_) + ")";
     }
     return "";
@@ -76,27 +100,23 @@ std::string ChildService::describe() const {
 
 void ChildService::later(Done done, Status st) {
     if (!done) return;
-    deferred_.emplace_back(std::move(done), std::move(st));
-    if (defer_timer_.active()) return;
-    defer_timer_.start(Duration(0), [this] {
-        auto batch = std::move(deferred_);
-        deferred_.clear();
-        for (auto& [cb, st] : batch) cb(st);
-    });
+    sched_.post(guard_.bind([done = std::move(done), st = std::move(st)] { done(st); }));
 }
 
 void ChildService::start(Done done) {
-    switch (phase_) {
-        case Phase::running:
+    switch (state_) {
+        case State::running:
             return later(std::move(done), {});
-        case Phase::stopping:
+        case State::stopping:
             return later(std::move(done), fail("start child: it is still stopping"));
-        case Phase::backoff:
-            restart_timer_.stop();
+        case State::waiting_to_restart:
+            restart_timer_->stop();
             break;
-        case Phase::idle:
+        case State::stopped:
             break;
     }
+    desired_ = Desired::running;
+    give_up_reason_.clear();
     launch(std::move(done));
 }
 
@@ -105,24 +125,26 @@ void ChildService::launch(Done done) {
     leader_gone_ = false;
     killed_ = false;
     policy_.started();
-    auto s = reaper_.spawn(settings_.command, {}, [this](int status) { on_exit(pid_, status); });
+    auto s = procs_.spawn(settings_.command, {}, [this](int status) { on_exit(pid_, status); });
     if (!s) {
         log::error("child start failed", {{"command", what}, {"error", s.error().message()}});
-        phase_ = Phase::running;  // so that the end below counts as an unexpected one
         pid_ = -1;
-        unexpected_end();
+        unexpected_end();  // counts as an unexpected end, like an exec failure
         return later(std::move(done), s.fail("start child"));
     }
     ++starts_;
     pid_ = s->pid;
-    phase_ = Phase::running;
+    set(State::running);
     if (s->exec_errno != 0) {
         // The child exits 126/127 and the reaper reports it as an unexpected end.
         log::error("child exec failed", {{"command", what},
                                          {"errno", s->exec_errno},
                                          {"error", std::strerror(s->exec_errno)},
                                          {"exit_code", proc::exec_failure_code(s->exec_errno)}});
-        return later(std::move(done), fail(Error::from_errno("exec " + what, s->exec_errno)));
+        return later(
+            std::move(done),
+            fail(Error(Errc::process, Error::from_errno("exec " + what, s->exec_errno).message(),
+                       s->exec_errno)));
     }
     log::info("child started", {{"pid", pid_}, {"command", what}});
     later(std::move(done), {});
@@ -138,62 +160,65 @@ void ChildService::on_exit(pid_t pid, int status) {
     } else {
         log::info("child exited", {{"pid", pid}, {"code", WEXITSTATUS(status)}});
     }
-    switch (phase_) {
-        case Phase::stopping:
+    switch (state_) {
+        case State::stopping:
             return wait_for_group();
-        case Phase::running:
+        case State::running:
             return unexpected_end();
-        case Phase::idle:
-        case Phase::backoff:
-            return;  // cannot happen: no child exists in these phases
+        case State::stopped:
+        case State::waiting_to_restart:
+            return;  // cannot happen: no child exists in these states
     }
 }
 
 void ChildService::unexpected_end() {
     // Leftovers of the crashed child's group (its collector) would clash with the next start.
-    if (pid_ > 0 && ::kill(-pid_, 0) == 0) {
-        ::kill(-pid_, SIGKILL);
+    if (pid_ > 0 && procs_.signal(-pid_, 0)) {
+        procs_.signal(-pid_, SIGKILL);
         log::warn("killed leftover processes of the child's group", {{"pgid", pid_}});
     }
     RestartDecision d = policy_.ended_unexpectedly();
     if (d.give_up) {
-        phase_ = Phase::idle;
+        desired_ = Desired::gave_up;
+        give_up_reason_ = d.reason;
         log::error("crash loop: giving up", {{"reason", d.reason}});
-        if (give_up_) give_up_(d.reason);
+        set(State::stopped);
         return;
     }
-    phase_ = Phase::backoff;
+    set(State::waiting_to_restart);
     log::info("restart scheduled", {{"delay", format_duration(d.delay)},
                                     {"delay_ms", static_cast<long long>(d.delay.count())},
                                     {"recent_ends", d.recent_ends}});
-    restart_timer_.start(d.delay, [this] { launch(nullptr); });
+    restart_timer_->start(d.delay, [this] { launch(nullptr); });
 }
 
 void ChildService::stop(Done done) {
-    switch (phase_) {
-        case Phase::idle:
+    // A child that gave up stays "gave up": the reason is what /readyz shows during the shutdown.
+    if (desired_ != Desired::gave_up) desired_ = Desired::stopped;
+    switch (state_) {
+        case State::stopped:
             return later(std::move(done), {});
-        case Phase::backoff:
-            restart_timer_.stop();
-            phase_ = Phase::idle;
+        case State::waiting_to_restart:
+            restart_timer_->stop();
             log::info("child stopped", {{"reason", "stopped during restart backoff"}});
+            set(State::stopped);
             return later(std::move(done), {});
-        case Phase::stopping:
+        case State::stopping:
             stop_waiters_.push_back(std::move(done));
             return;
-        case Phase::running:
+        case State::running:
             break;
     }
-    phase_ = Phase::stopping;
+    set(State::stopping);
     stop_waiters_.push_back(std::move(done));
     // The whole group: the supervisor and the collector it started get TERM together.
-    ::kill(-pid_, SIGTERM);
+    procs_.signal(-pid_, SIGTERM);
     log::info(
         "stopping child",
         {{"pid", pid_}, {"signal", "TERM"}, {"timeout", format_duration(settings_.stop_timeout)}});
-    kill_timer_.start(settings_.stop_timeout, [this] {
+    kill_timer_->start(settings_.stop_timeout, [this] {
         killed_ = true;
-        ::kill(-pid_, SIGKILL);
+        procs_.signal(-pid_, SIGKILL);
         log::warn("child did not stop in time, killed", {{"pid", pid_}, {"signal", "KILL"}});
         if (leader_gone_) wait_for_group();
     });
@@ -202,26 +227,25 @@ void ChildService::stop(Done done) {
 void ChildService::wait_for_group() {
     // The leader is gone; the stop is complete when no process of its group is left (or they were
     // KILLed: then the reaper collects them shortly).
-    errno = 0;
-    bool group_left = ::kill(-pid_, 0) == 0;
+    bool group_left = procs_.signal(-pid_, 0);
     if (!group_left || killed_) return finish_stop();
-    group_poll_.start(Duration(50), [this] { wait_for_group(); });
+    group_poll_->start(Duration(50), [this] { wait_for_group(); });
 }
 
 void ChildService::finish_stop() {
-    kill_timer_.stop();
-    group_poll_.stop();
-    phase_ = Phase::idle;
+    kill_timer_->stop();
+    group_poll_->stop();
     log::info("child stopped", {{"pid", pid_}});
+    set(State::stopped);
     auto waiters = std::move(stop_waiters_);
     stop_waiters_.clear();
     for (auto& w : waiters) later(std::move(w), {});
 }
 
 bool ChildService::forward(int sig) {
-    if (phase_ != Phase::running && phase_ != Phase::stopping) return false;
+    if (state_ != State::running && state_ != State::stopping) return false;
     if (pid_ <= 0) return false;
-    return ::kill(pid_, sig) == 0;
+    return procs_.signal(pid_, sig);
 }
 
 }  // namespace myr::service

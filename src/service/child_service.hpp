@@ -1,24 +1,30 @@
 // ChildService: container.supervisorCommand as our child, behind ServiceController.
 //
-// States (service::State in brackets):
-//   idle      [stopped]   not started yet, stopped on purpose, or given up
-//   running   [running]   the process exists (also while an exec failure is on its way to us)
-//   backoff   [starting]  it ended unexpectedly; a timer restarts it per RestartPolicy
-//   stopping  [stopping]  TERM went to its process group; KILL follows after stopTimeout
-// Invariants: at most one child at a time; a restart happens only from backoff, so nothing restarts
-// a child that stop() stopped; a child whose leader ended unexpectedly has what is left of its
-// process group killed before the restart (a surviving collector would fight the new one for its
-// ports).
+// States (service::State), with what moves between them:
+// clang-format off
+//   stopped             start()                          running
+//   running             the leader ends, not asked to    waiting_to_restart (or stopped: gave up)
+//   waiting_to_restart  the restart delay is over        running
+//   waiting_to_restart  start() / stop()                 running / stopped
+//   running             stop()                           stopping: TERM to the group
+//   stopping            the group is gone (or KILLed)    stopped; KILL after stopTimeout
+// clang-format on
+// Desired (service::Desired) records why a stopped child is stopped: not started yet, stopped on
+// request, or given up. Invariants: at most one child at a time; a restart happens only from
+// waiting_to_restart, so nothing restarts a child that stop() stopped; a child whose leader ended
+// unexpectedly has what is left of its process group killed before the restart (a surviving
+// collector would fight the new one for its ports).
 #pragma once
 
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "loop/loop.hpp"
-#include "proc/reaper.hpp"
+#include "loop/scheduler.hpp"
+#include "proc/processes.hpp"
 #include "service/restart_policy.hpp"
 #include "service/service_controller.hpp"
 
@@ -32,28 +38,30 @@ struct ChildSettings {
 
 class ChildService : public ServiceController {
   public:
-    ChildService(proc::Reaper& reaper, ChildSettings settings, const Clock& clock);
+    ChildService(proc::Processes& procs, loop::Scheduler& sched, ChildSettings settings);
     ~ChildService() override;
 
     bool exists() const override { return true; }
-    State state() const override;
+    State state() const override { return state_; }
+    Desired desired() const override { return desired_; }
+    void on_change(std::function<void()> listener) override;
     void stop(Done done) override;
     void start(Done done) override;
     std::vector<std::string> environment() const override;
 
-    // Called once when the restart policy gives up (the container then exits 1).
-    void on_give_up(std::function<void(const std::string& reason)> cb) { give_up_ = std::move(cb); }
+    // Why the restart policy gave up ("" unless desired() is gave_up).
+    const std::string& give_up_reason() const { return give_up_reason_; }
     // Sends `sig` to the child process (not its group: the supervisor forwards to its collector
     // itself, and a group signal would reach the collector twice). False when no child runs.
     bool forward(int sig);
-    // One line for /readyz and logs: "running (pid 42)", "restarting in 4s", "stopped".
+    // One line for /readyz and logs: "child running (pid 42)", "child not running: restarting in
+    // 4s", "child not running: gave up: 6 unexpected ends within 10m (maxRestarts 5)".
     std::string describe() const;
     pid_t pid() const { return pid_; }
     uint32_t starts() const { return starts_; }
 
   private:
-    enum class Phase { idle, running, backoff, stopping };
-
+    void set(State s);
     void launch(Done done);
     void on_exit(pid_t pid, int status);
     void unexpected_end();
@@ -61,21 +69,24 @@ class ChildService : public ServiceController {
     void finish_stop();
     void later(Done done, Status st);
 
-    proc::Reaper& reaper_;
+    proc::Processes& procs_;
+    loop::Scheduler& sched_;
     ChildSettings settings_;
     RestartPolicy policy_;
-    Phase phase_ = Phase::idle;
+    State state_ = State::stopped;
+    Desired desired_ = Desired::not_started;
+    std::string give_up_reason_;
     pid_t pid_ = -1;
     uint32_t starts_ = 0;
     bool leader_gone_ = false;
     bool killed_ = false;
-    loop::Timer restart_timer_;
-    loop::Timer kill_timer_;
-    loop::Timer group_poll_;
-    loop::Timer defer_timer_;
-    std::vector<std::pair<Done, Status>> deferred_;
+    std::unique_ptr<loop::Timer> restart_timer_;
+    std::unique_ptr<loop::Timer> kill_timer_;
+    std::unique_ptr<loop::Timer> group_poll_;
     std::vector<Done> stop_waiters_;
-    std::function<void(const std::string&)> give_up_;
+    std::vector<std::function<void()>> listeners_;
+    bool change_posted_ = false;
+    loop::Guard guard_;
 };
 
 }  // namespace myr::service

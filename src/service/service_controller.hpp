@@ -1,6 +1,10 @@
 // The installer drives the collector's supervisor through this interface, whether it is our child
 // (container mode, ChildService) or a systemd unit (host mode). All calls happen on the loop and
 // answer through callbacks on the loop, never from inside the call.
+//
+// Two things are kept apart (dinit's desired and actual state): what the process does now
+// (State) and what the controller is meant to do with it (Desired) — so "stopped" can say whether
+// it was never started, stopped on request, or given up after a crash loop.
 #pragma once
 
 #include <functional>
@@ -12,13 +16,21 @@
 namespace myr::service {
 
 enum class State {
-    running,   // the process runs
-    starting,  // waiting out the restart backoff (or between fork and the first check)
-    stopping,  // TERM sent, waiting for the end (KILL after stopTimeout)
-    stopped,   // not running and nothing will restart it
+    running,             // the process exists
+    waiting_to_restart,  // it ended unexpectedly; the restart delay is running
+    stopping,            // TERM sent, waiting for the end (KILL after stopTimeout)
+    stopped,             // no process, and nothing will start one (see Desired for why)
+};
+
+enum class Desired {
+    not_started,  // start() was never called
+    running,      // started: keep it running, restarting per the restart policy
+    stopped,      // stop() was called: no restart until start()
+    gave_up,      // the restart policy gave up (a crash loop)
 };
 
 const char* to_string(State s);
+const char* to_string(Desired d);
 
 using Done = std::function<void(Status)>;
 
@@ -28,6 +40,11 @@ class ServiceController {
 
     virtual bool exists() const = 0;
     virtual State state() const = 0;
+    virtual Desired desired() const = 0;
+    // Calls `listener` on the loop after state() or desired() changed: once per turn in which
+    // something changed, never from inside the call that changed it. Listeners stay for the life
+    // of the controller.
+    virtual void on_change(std::function<void()> listener) = 0;
     // Stops on purpose: no automatic restart until start(). Succeeds once the process is gone.
     virtual void stop(Done done) = 0;
     // Starts now (cancelling a pending backoff). Succeeds once the process was exec'd.

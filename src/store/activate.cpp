@@ -2,14 +2,15 @@
 
 #include <fcntl.h>
 #include <stdio.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 #include "core/fault.hpp"
+#include "core/hex.hpp"
 #include "core/log.hpp"
+#include "core/random.hpp"
 #include "core/time.hpp"
 #include "fsx/copy.hpp"
 #include "fsx/dir.hpp"
@@ -22,26 +23,8 @@ namespace {
 
 std::string random_id() {
     uint8_t b[8];
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t n = ::getrandom(b + got, sizeof b - got, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            // No entropy source: time and pid still make a name unique on one single-writer volume.
-            uint64_t x = static_cast<uint64_t>(::getpid()) ^
-                         static_cast<uint64_t>(wall_now().time_since_epoch().count());
-            for (size_t i = 0; i < sizeof b; ++i) b[i] = static_cast<uint8_t>(x >> (8 * i));
-            break;
-        }
-        got += static_cast<size_t>(n);
-    }
-    static const char* hex = "0123456789abcdef";
-    std::string s;
-    for (uint8_t c : b) {
-        s += hex[c >> 4];
-        s += hex[c & 15];
-    }
-    return s;
+    random_bytes(b, sizeof b);
+    return hex::encode(b, sizeof b);
 }
 
 Status point(const char* name) {
@@ -160,8 +143,7 @@ Result<Staging> create_staging(const Volume& vol) {
     MYR_TRY(point("store.stage.mkdir.before"), "create staging");
     MYR_TRY(fsx::make_dir_at(vol.staging_fd(), st.id, 0755), "create .staging/" + st.id);
     Status after = point("store.stage.mkdir.after");
-    auto fd =
-        after ? fsx::open_dir_at(vol.staging_fd(), st.id) : Result<fsx::UniqueFd>(after.fail());
+    auto fd = after ? fsx::open_dir_at(vol.staging_fd(), st.id) : Result<UniqueFd>(after.fail());
     if (!fd) {
         // Nobody else knows the id: remove the directory now rather than leave it to recovery.
         (void)fsx::remove_tree_at(vol.staging_fd(), st.id);
@@ -256,7 +238,8 @@ Result<Activation> activate(const Volume& vol, const ActivateRequest& req, const
                 MYR_TRY(stage_adopt(vol, st, &sha, &size), "stage");
             }
             if (sha != expected_hex) {
-                return fail("stage: SHA-256 " + sha + " differs from the expected " + expected_hex);
+                return fail(Errc::integrity,
+                            "stage: SHA-256 " + sha + " differs from the expected " + expected_hex);
             }
             m.sha256 = sha;
             m.size = size;

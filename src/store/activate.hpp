@@ -2,12 +2,16 @@
 // fsync, hash check, marker, rename into versions/, `current` switch, directory fsyncs.
 //
 // What a crash at each point leaves behind, and why recovery can always clean up:
-//   before/while staging      .staging/<id>/ (partial, maybe a temp file)   current unchanged
-//   after the marker          .staging/<id>/ complete                        current unchanged
-//   after the rename          versions/<v> complete and intact                current unchanged
-//   after an exchange         versions/<v> new and intact, old in .staging     current unchanged
-//   after the switch          current -> versions/<v>                          (the caller
-//   journals)
+// clang-format off
+//   crash                     on the volume                                     `current`
+//   before/while staging      .staging/<id>/ (partial, maybe a temp file)       unchanged
+//   after the marker          .staging/<id>/ complete                           unchanged
+//   after the rename          versions/<v> complete and intact                  unchanged
+//   after an exchange         versions/<v> new and intact, the old one in       unchanged
+//                             .staging/
+//   after the switch          current -> versions/<v>                           switched (the
+//                                                                               caller journals)
+// clang-format on
 // Nothing outside .staging/ is ever partial: versions/<v> appears by one rename of a complete,
 // fsynced directory, and `current` changes by one rename of a symlink.
 #pragma once
@@ -16,8 +20,8 @@
 #include <optional>
 #include <string>
 
+#include "core/fd.hpp"
 #include "core/result.hpp"
-#include "fsx/fd.hpp"
 #include "store/marker.hpp"
 #include "store/volume.hpp"
 
@@ -26,7 +30,7 @@ namespace myr::store {
 // One in-flight activation directory `.staging/<id>/`.
 struct Staging {
     std::string id;
-    fsx::UniqueFd fd;
+    UniqueFd fd;
 };
 
 // Creates `.staging/<random id>/` durably. Fault points `store.stage.mkdir.before`/`.after`.

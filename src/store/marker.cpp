@@ -4,15 +4,11 @@
 
 #include <memory>
 
+#include "core/json.hpp"
 #include "version/version.hpp"
 
 namespace myr::store {
 namespace {
-
-struct JsonFree {
-    void operator()(json_object* o) const { json_object_put(o); }
-};
-using JsonPtr = std::unique_ptr<json_object, JsonFree>;
 
 Result<std::string> get_string(json_object* root, const char* key, bool allow_empty) {
     json_object* v = nullptr;
@@ -46,7 +42,7 @@ const char* to_string(Source s) {
 Result<Marker> parse_marker(std::string_view json) {
     if (json.size() > kMaxMarkerSize)
         return fail("marker larger than " + std::to_string(kMaxMarkerSize) + " bytes");
-    JsonPtr tok_root;
+    json::Ptr tok_root;
     {
         json_tokener* tok = json_tokener_new();
         if (!tok) return fail("out of memory");
@@ -113,7 +109,7 @@ Result<Marker> parse_marker(std::string_view json) {
 }
 
 std::string render_marker(const Marker& m) {
-    JsonPtr root(json_object_new_object());
+    json::Ptr root(json_object_new_object());
     json_object_object_add(root.get(), "version", json_object_new_string(m.version.c_str()));
     json_object_object_add(root.get(), "binary", json_object_new_string(m.binary.c_str()));
     json_object_object_add(root.get(), "sha256", json_object_new_string(m.sha256.c_str()));

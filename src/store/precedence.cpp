@@ -39,16 +39,15 @@ bool is_image_binary_of(const Active& a, const std::string& image_version) {
 
 }  // namespace
 
-bool needs_image_hash(config::SeedPolicy policy, const std::string& image_version,
-                      const Active& active) {
-    return policy == config::SeedPolicy::image && is_image_binary_of(active, image_version);
+bool needs_image_hash(SeedPolicy policy, const std::string& image_version, const Active& active) {
+    return policy == SeedPolicy::image && is_image_binary_of(active, image_version);
 }
 
-Decision decide(config::SeedPolicy policy, const std::string& image_version, const Active& active,
+Decision decide(SeedPolicy policy, const std::string& image_version, const Active& active,
                 const std::string& image_sha256) {
     if (active.state == Active::State::none) return {true, Rule::nothing_active};
     if (active.state == Active::State::broken) return {true, Rule::active_broken};
-    if (policy == config::SeedPolicy::image) {
+    if (policy == SeedPolicy::image) {
         if (is_image_binary_of(active, image_version) &&
             (image_sha256.empty() || image_sha256 == active.marker->sha256)) {
             return {false, Rule::image_policy_current};

@@ -7,10 +7,13 @@
 #include <string>
 #include <string_view>
 
-#include "config/config.hpp"
 #include "store/volume.hpp"
 
 namespace myr::store {
+
+// container.seedPolicy: `newest` keeps an active version newer than the image's; `image` makes the
+// image's version active at every start.
+enum class SeedPolicy { newest, image };
 
 // The rows of the precedence table, named for logs and tests.
 enum class Rule {
@@ -34,12 +37,11 @@ struct Decision {
 // `image_version` is canonical. `image_sha256` is the image binary's hash (hex) when known; policy
 // image needs it only when the active version is X from the image (same version, other bytes means
 // the image changed and wins). Pass "" when not computed: the active one then counts as current.
-Decision decide(config::SeedPolicy policy, const std::string& image_version, const Active& active,
+Decision decide(SeedPolicy policy, const std::string& image_version, const Active& active,
                 const std::string& image_sha256 = "");
 
 // True when policy image needs the image's hash for `decide` (so the caller hashes only then).
-bool needs_image_hash(config::SeedPolicy policy, const std::string& image_version,
-                      const Active& active);
+bool needs_image_hash(SeedPolicy policy, const std::string& image_version, const Active& active);
 
 // The version token from `seedBinary --version` output: "otelcol-contrib version 0.116.0" ->
 // "0.116.0" (canonical; a leading 'v' is accepted). nullopt for empty, garbage or a token that is

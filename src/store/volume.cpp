@@ -20,12 +20,12 @@ constexpr const char* kVersionsPrefix = "versions/";
 
 // Opens `name` in `parent` as a real directory, replacing any other kind of entry by a fresh
 // directory: only the entry is removed, whatever a symlink points to.
-Result<fsx::UniqueFd> ensure_dir(int parent, const std::string& name, const std::string& where) {
+Result<UniqueFd> ensure_dir(int parent, const std::string& name, const std::string& where) {
     auto st = fsx::stat_at(parent, name);
     if (!st) return st.fail("stat " + where);
     if (st->has_value() && !S_ISDIR((*st)->st_mode)) {
         log::warn("volume: replacing an entry that is not a directory",
-                  {{"path", where}, {"type", fsx::file_type_name((*st)->st_mode)}});
+                  {{"path", where}, {"type", file_type_name((*st)->st_mode)}});
         MYR_TRY(fsx::remove_tree_at(parent, name), "remove " + where);
     }
     MYR_TRY(fsx::make_dir_at(parent, name, 0755, true), "create " + where);
@@ -60,15 +60,8 @@ Result<Volume> Volume::open(const std::string& install_dir, const std::string& b
     Volume v;
     v.path_ = install_dir;
     v.binary_ = binary;
-    auto root = fsx::open_dir(install_dir);
-    if (!root) {
-        if (root.error().sys_errno() != ENOENT) return root.fail("open " + install_dir);
-        if (::mkdir(install_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-            return fail_errno("create " + install_dir);
-        }
-        root = fsx::open_dir(install_dir);
-        if (!root) return root.fail("open " + install_dir);
-    }
+    auto root = fsx::open_or_create_dir(install_dir);
+    if (!root) return root.fail();
     v.root_ = std::move(*root);
     auto versions = ensure_dir(v.root_.get(), "versions", install_dir + "/versions");
     if (!versions) return versions.fail();
@@ -97,17 +90,17 @@ Result<Marker> check_intact(const Volume& vol, const std::string& version) {
     const std::string bin_path = "versions/" + version + "/" + vol.binary();
     auto bin = fsx::open_regular_at(dir->get(), vol.binary());
     if (!bin) return bin.fail(bin_path);
-    struct stat st {};
+    struct stat st{};
     if (::fstat(bin->get(), &st) != 0) return fail_errno(bin_path + ": fstat");
     if ((st.st_mode & S_IXUSR) == 0) return fail(bin_path + ": not executable");
     if (static_cast<uint64_t>(st.st_size) != marker->size) {
-        return fail(bin_path + ": size " + std::to_string(st.st_size) + " differs from marker " +
-                    std::to_string(marker->size));
+        return fail(Errc::integrity, bin_path + ": size " + std::to_string(st.st_size) +
+                                         " differs from marker " + std::to_string(marker->size));
     }
     auto digest = verify::sha256_fd(bin->get());
     if (!digest) return digest.fail(bin_path + ": hash");
     if (verify::to_hex(*digest) != marker->sha256) {
-        return fail(bin_path + ": SHA-256 differs from the marker");
+        return fail(Errc::integrity, bin_path + ": SHA-256 differs from the marker");
     }
     return std::move(*marker);
 }
@@ -137,7 +130,7 @@ Result<Active> active(const Volume& vol) {
     a.state = Active::State::broken;
     if (!S_ISLNK((*st)->st_mode)) {
         a.reason =
-            std::string("current is a ") + fsx::file_type_name((*st)->st_mode) + ", not a symlink";
+            std::string("current is a ") + file_type_name((*st)->st_mode) + ", not a symlink";
         return a;
     }
     auto target = fsx::read_link_at(vol.root_fd(), "current");

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "core/result.hpp"
-#include "fsx/fd.hpp"
+#include "core/fd.hpp"
 #include "store/marker.hpp"
 
 namespace myr::store {
@@ -36,7 +36,7 @@ class Volume {
 
   private:
     std::string path_, binary_;
-    fsx::UniqueFd root_, versions_, staging_;
+    UniqueFd root_, versions_, staging_;
 };
 
 // Checks that `versions/<version>` is intact: a canonical name, a real directory, a marker that

@@ -7,7 +7,7 @@
 
 namespace myr::verify {
 
-Result<JsonPtr> parse_json(std::string_view text, size_t max_bytes, int max_depth) {
+Result<json::Ptr> parse_json(std::string_view text, size_t max_bytes, int max_depth) {
     if (text.size() > max_bytes) {
         return fail("document is " + std::to_string(text.size()) +
                     " bytes, more than the limit of " + std::to_string(max_bytes));
@@ -19,7 +19,7 @@ Result<JsonPtr> parse_json(std::string_view text, size_t max_bytes, int max_dept
                                                                json_tokener_free);
     if (!tok) return fail("out of memory");
     json_tokener_set_flags(tok.get(), JSON_TOKENER_STRICT);
-    JsonPtr doc(json_tokener_parse_ex(tok.get(), text.data(), static_cast<int>(text.size())));
+    json::Ptr doc(json_tokener_parse_ex(tok.get(), text.data(), static_cast<int>(text.size())));
     json_tokener_error err = json_tokener_get_error(tok.get());
     if (err == json_tokener_continue) return fail("malformed JSON: unexpected end of document");
     if (err != json_tokener_success) {

@@ -13,20 +13,16 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json.hpp"
 #include "core/result.hpp"
 
 namespace myr::verify {
 
 using Bytes = std::vector<uint8_t>;
 
-struct JsonDeleter {
-    void operator()(json_object* o) const { json_object_put(o); }
-};
-using JsonPtr = std::unique_ptr<json_object, JsonDeleter>;
-
 // Parses a whole document: larger than `max_bytes`, nested deeper than `max_depth`, malformed, or
 // followed by anything but whitespace is an error.
-[[nodiscard]] Result<JsonPtr> parse_json(std::string_view text, size_t max_bytes, int max_depth);
+[[nodiscard]] Result<json::Ptr> parse_json(std::string_view text, size_t max_bytes, int max_depth);
 
 // Field access. A missing member and an explicit JSON null both count as absent. `path` is the
 // member's own path, used in error messages.

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/hex.hpp"
 #include "verify/public_key.hpp"
 
 namespace myr::verify {
@@ -25,25 +26,11 @@ Result<const LogKey*> find_log(const std::vector<LogKey>& logs, const Bytes& log
     return fail("trusted log key is not valid at " + std::to_string(t));
 }
 
-namespace {
-
-std::string hex(const Bytes& b) {
-    static const char* digits = "0123456789abcdef";
-    std::string s;
-    for (uint8_t c : b) {
-        s += digits[c >> 4];
-        s += digits[c & 15];
-    }
-    return s;
-}
-
-}  // namespace
-
 Status verify_signed_entry_timestamp(const TlogEntry& e, const LogKey& log) {
     if (e.signed_entry_timestamp.empty()) return fail("missing (no inclusionPromise)");
     std::string payload = "{\"body\":\"" + base64_encode(e.canonicalized_body) +
                           "\",\"integratedTime\":" + std::to_string(e.integrated_time) +
-                          ",\"logID\":\"" + hex(e.log_id) +
+                          ",\"logID\":\"" + hex::encode(e.log_id.data(), e.log_id.size()) +
                           "\",\"logIndex\":" + std::to_string(e.log_index) + "}";
     auto key = PublicKey::from_spki(log.spki);
     if (!key) return key.fail("Rekor key");

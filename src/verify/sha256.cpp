@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <vector>
 
+#include "core/hex.hpp"
+
 namespace myr::verify {
 
 struct Sha256::Ctx {
@@ -70,31 +72,14 @@ Result<Digest> sha256_file(const std::string& path, uint64_t* size_out) {
 }
 
 std::string to_hex(const Digest& d) {
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    out.reserve(64);
-    for (uint8_t b : d) {
-        out += hex[b >> 4];
-        out += hex[b & 15];
-    }
-    return out;
+    return hex::encode(d.data(), d.size());
 }
 
 Result<Digest> digest_from_hex(std::string_view s) {
     if (s.size() != 64)
         return fail("sha256 must be 64 hex digits, got " + std::to_string(s.size()));
     Digest d{};
-    auto nib = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-    };
-    for (size_t i = 0; i < 32; ++i) {
-        int hi = nib(s[2 * i]), lo = nib(s[2 * i + 1]);
-        if (hi < 0 || lo < 0) return fail("sha256 has a non-hex character");
-        d[i] = static_cast<uint8_t>(hi << 4 | lo);
-    }
+    if (!hex::decode(s, d.data(), d.size())) return fail("sha256 has a non-hex character");
     return d;
 }
 

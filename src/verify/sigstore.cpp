@@ -12,11 +12,12 @@ namespace myr::verify {
 
 namespace {
 
+// A verification step that did not pass: the artifact is not proven (Errc::integrity).
 Failure step(const char* name, const Error& e) {
-    return fail(std::string(name) + ": " + e.message());
+    return fail(Errc::integrity, std::string(name) + ": " + e.message());
 }
 Failure step(const char* name, const std::string& why) {
-    return fail(std::string(name) + ": " + why);
+    return fail(Errc::integrity, std::string(name) + ": " + why);
 }
 
 // The identity check, compiled once. std::regex reports bad patterns by throwing; keep that here.

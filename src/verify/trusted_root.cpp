@@ -1,10 +1,8 @@
 #include "verify/trusted_root.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
+
+#include "core/file.hpp"
 
 namespace myr::verify {
 
@@ -123,38 +121,17 @@ Result<TrustedRoot> parse_trusted_root(std::string_view json) {
 }
 
 Result<std::string> read_small_file(const std::string& path, size_t max_bytes) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) return fail_errno(path);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        int e = errno;
-        ::close(fd);
-        return fail_errno(path, e);
+    auto fd = open_regular(path);
+    if (!fd) {
+        if (fd.error().sys_errno() == EINVAL) return fail(path + ": not a regular file");
+        return fail_errno(path, fd.error().sys_errno());
     }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return fail(path + ": not a regular file");
+    auto text = read_bounded(fd->get(), max_bytes);
+    if (!text && text.error().sys_errno() == EFBIG) {
+        return fail(path + ": larger than the limit of " + std::to_string(max_bytes) + " bytes");
     }
-    std::string out;
-    char buf[65536];
-    for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            ::close(fd);
-            return fail_errno(path, e);
-        }
-        if (n == 0) break;
-        if (out.size() + static_cast<size_t>(n) > max_bytes) {
-            ::close(fd);
-            return fail(path + ": larger than the limit of " + std::to_string(max_bytes) +
-                        " bytes");
-        }
-        out.append(buf, static_cast<size_t>(n));
-    }
-    ::close(fd);
-    return out;
+    if (!text) return text.fail(path);
+    return text;
 }
 
 Result<TrustedRoot> load_trusted_root(const std::string& path) {

@@ -16,9 +16,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "core/log.hpp"
+#include "loop/uv_scheduler.hpp"
 #include "opamp/agent.hpp"
 #include "opamp/ws_transport.hpp"
 
@@ -37,7 +39,7 @@ std::string hex(std::string_view b) {
     return s;
 }
 
-bool parse_url(const std::string& text, config::Url& u) {
+bool parse_url(const std::string& text, Url& u) {
     auto p = text.find("://");
     if (p == std::string::npos) return false;
     u.scheme = text.substr(0, p);
@@ -187,13 +189,13 @@ int main(int argc, char** argv) {
     o.host_name = resolve_host_name(o.host_name);
 
     uv_loop_t* loop = uv_default_loop();
+    auto sched = std::make_unique<loop::UvScheduler>(loop);
     UnavailableInstaller installer;
     AgentDeps d;
-    d.loop = loop;
+    d.sched = sched.get();
     d.status = &status;
     d.installer = &installer;
-    d.transport = ws_transport_factory(loop, w);
-    d.timers = std::make_shared<UvTimerFactory>(loop);
+    d.transport = ws_transport_factory(loop, *sched, w);
     d.on_server_message = write_event;
     auto agent = Agent::create(o, std::move(d));
     if (!agent) {
@@ -219,6 +221,7 @@ int main(int argc, char** argv) {
     a.start();
     uv_run(loop, UV_RUN_DEFAULT);
     agent->reset();
+    sched.reset();
     uv_run(loop, UV_RUN_DEFAULT);
     const int rc = uv_loop_close(loop);
     if (rc != 0) {

@@ -202,20 +202,20 @@ TEST_CASE("install-self: replaces an older copy on the volume") {
 
 // ---- usage --------------------------------------------------------------------------------------
 
-TEST_CASE("copy and install-self: relative paths are usage errors (exit 2) with a hint") {
+TEST_CASE("copy and install-self: a relative path is refused with exit 1, naming it, with a hint") {
     TempDir t;
     write_file(t / "src", "x");
     SpawnOptions in_tmp;
     in_tmp.cwd = t.path();
     auto rel_src = updater({"copy", "src", t / "dst"}, in_tmp);
-    CHECK(rel_src.exit_code == 2);
+    CHECK(rel_src.exit_code == 1);
     CHECK(contains(rel_src.err, "absolute"));
     CHECK(contains(rel_src.err, "src"));
     auto rel_dst = updater({"copy", t / "src", "dst"}, in_tmp);
-    CHECK(rel_dst.exit_code == 2);
+    CHECK(rel_dst.exit_code == 1);
     CHECK(contains(rel_dst.err, "absolute"));
     auto rel_dir = updater({"install-self", "."}, in_tmp);
-    CHECK(rel_dir.exit_code == 2);
+    CHECK(rel_dir.exit_code == 1);
     CHECK(contains(rel_dir.err, "absolute"));
     CHECK(entries(t.path()) == std::vector<std::string>{"src"});
 }

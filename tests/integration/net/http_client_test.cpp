@@ -9,7 +9,6 @@
 #include <string>
 
 #include "harness.hpp"
-#include "net/timer.hpp"
 #include "test_server.hpp"
 
 using namespace myr;
@@ -22,14 +21,15 @@ struct Done {
     std::optional<Result<net::HttpResponse>> result;
 };
 
-std::unique_ptr<HttpClient> get(uv_loop_t* loop, const std::string& scheme, int port,
+std::unique_ptr<HttpClient> get(TestLoop& loop, const std::string& scheme, int port,
                                 const std::string& path, HttpOptions opts, Done& done,
                                 HttpClient::Handlers h = {}) {
     HttpRequest req;
-    req.url = config::Url{scheme, "127.0.0.1", static_cast<uint16_t>(port), path};
+    req.url = Url{scheme, "127.0.0.1", static_cast<uint16_t>(port), path};
     req.headers = {{"Accept", "application/octet-stream"}};
     h.on_done = [&done](Result<net::HttpResponse> r) { done.result.emplace(std::move(r)); };
-    auto c = std::make_unique<HttpClient>(loop, std::move(req), std::move(opts), std::move(h));
+    auto c = std::make_unique<HttpClient>(loop.get(), loop.sched(), std::move(req), std::move(opts),
+                                          std::move(h));
     c->start();
     return c;
 }
@@ -68,9 +68,9 @@ TEST_CASE("http client: Content-Length and chunked bodies") {
         TestServer server(loop.get());
         serve(server);
         Done a, b, d;
-        auto ca = get(loop.get(), "http", server.port(), "/length", {}, a);
-        auto cb = get(loop.get(), "http", server.port(), "/chunked", {}, b);
-        auto cd = get(loop.get(), "http", server.port(), "/agent", {}, d);
+        auto ca = get(loop, "http", server.port(), "/length", {}, a);
+        auto cb = get(loop, "http", server.port(), "/chunked", {}, b);
+        auto cd = get(loop, "http", server.port(), "/agent", {}, d);
         REQUIRE(loop.run_until([&] { return a.result && b.result && d.result; }));
         REQUIRE(a.result->ok());
         CHECK((*a.result)->head.status == 200);
@@ -91,7 +91,7 @@ TEST_CASE("http client: redirects are returned to the caller, not followed") {
         TestServer server(loop.get());
         serve(server);
         Done r;
-        auto c = get(loop.get(), "http", server.port(), "/redirect", {}, r);
+        auto c = get(loop, "http", server.port(), "/redirect", {}, r);
         REQUIRE(loop.run_until([&] { return r.result.has_value(); }));
         REQUIRE(r.result->ok());
         CHECK((*r.result)->head.status == 302);
@@ -112,7 +112,7 @@ TEST_CASE("http client: a large body streams in bounded pieces, with pause and r
         size_t largest = 0;
         int pauses = 0;
         HttpClient* client = nullptr;
-        Timer resume_timer(loop.get());
+        auto resume_timer = loop.sched().timer();
         HttpClient::Handlers h;
         h.on_body = [&](std::string_view piece) -> Status {
             total += piece.size();
@@ -121,13 +121,13 @@ TEST_CASE("http client: a large body streams in bounded pieces, with pause and r
             if (total / (1 << 20) > static_cast<uint64_t>(pauses)) {
                 ++pauses;
                 client->pause();
-                resume_timer.start(std::chrono::milliseconds(5), [&] { client->resume(); });
+                resume_timer->start(std::chrono::milliseconds(5), [&] { client->resume(); });
             }
             return {};
         };
         HttpOptions opts;
         opts.idle_timeout = std::chrono::milliseconds(500);  // suspended while paused
-        auto c = get(loop.get(), "http", server.port(), "/big", opts, r, h);
+        auto c = get(loop, "http", server.port(), "/big", opts, r, h);
         client = c.get();
         REQUIRE(loop.run_until([&] { return r.result.has_value(); }, std::chrono::seconds(60)));
         REQUIRE(r.result->ok());
@@ -147,15 +147,15 @@ TEST_CASE("http client: caps on the body, idle and total timeouts, connection re
         HttpOptions capped;
         capped.limits.max_body = 10;
         Done big, idle, total, refused;
-        auto c1 = get(loop.get(), "http", server.port(), "/length", capped, big);
+        auto c1 = get(loop, "http", server.port(), "/length", capped, big);
         HttpOptions idle_opts;
         idle_opts.idle_timeout = std::chrono::milliseconds(300);
-        auto c2 = get(loop.get(), "http", server.port(), "/stall", idle_opts, idle);
+        auto c2 = get(loop, "http", server.port(), "/stall", idle_opts, idle);
         HttpOptions total_opts;
         total_opts.total_timeout = std::chrono::milliseconds(400);
         total_opts.idle_timeout = std::chrono::seconds(30);
-        auto c3 = get(loop.get(), "http", server.port(), "/stall", total_opts, total);
-        auto c4 = get(loop.get(), "http", refusing_port(), "/", {}, refused);
+        auto c3 = get(loop, "http", server.port(), "/stall", total_opts, total);
+        auto c4 = get(loop, "http", refusing_port(), "/", {}, refused);
         REQUIRE(loop.run_until(
             [&] { return big.result && idle.result && total.result && refused.result; }));
         REQUIRE(!big.result->ok());
@@ -184,13 +184,13 @@ TEST_CASE("http client: https with a test CA; http:// off-machine refused") {
         HttpOptions opts;
         opts.ca_file = pki.ca;
         Done ok, insecure;
-        auto c = get(loop.get(), "https", server.port(), "/chunked", opts, ok);
+        auto c = get(loop, "https", server.port(), "/chunked", opts, ok);
 
         HttpRequest req;
-        req.url = config::Url{"http", "192.0.2.7", 80, "/artifact"};
+        req.url = Url{"http", "192.0.2.7", 80, "/artifact"};
         HttpClient::Handlers h;
         h.on_done = [&](Result<net::HttpResponse> r) { insecure.result.emplace(std::move(r)); };
-        HttpClient off(loop.get(), req, {}, h);
+        HttpClient off(loop.get(), loop.sched(), req, {}, h);
         off.start();
 
         REQUIRE(loop.run_until([&] { return ok.result && insecure.result; }));
@@ -208,11 +208,11 @@ TEST_CASE("http client: header injection is refused before connecting") {
     {
         Done r;
         HttpRequest req;
-        req.url = config::Url{"http", "127.0.0.1", 9, "/"};
+        req.url = Url{"http", "127.0.0.1", 9, "/"};
         req.headers = {{"X-Evil", "a\r\nInjected: yes"}};
         HttpClient::Handlers h;
         h.on_done = [&](Result<net::HttpResponse> res) { r.result.emplace(std::move(res)); };
-        HttpClient c(loop.get(), req, {}, h);
+        HttpClient c(loop.get(), loop.sched(), req, {}, h);
         c.start();
         REQUIRE(loop.run_until([&] { return r.result.has_value(); }));
         REQUIRE(!r.result->ok());
@@ -272,7 +272,7 @@ TEST_CASE("http client: a 256 MiB download streams with flat memory") {
             if ((total & ((4 << 20) - 1)) < piece.size()) peak = std::max(peak, rss_kib());
             return {};
         };
-        auto c = get(loop.get(), "http", port, "/artifact.bin", {}, r, h);
+        auto c = get(loop, "http", port, "/artifact.bin", {}, r, h);
         REQUIRE(loop.run_until([&] { return r.result.has_value(); }, std::chrono::seconds(120)));
         if (!r.result->ok()) FAIL(r.result->error().message());
         CHECK(total == size);

@@ -38,12 +38,12 @@ struct Outcome {
     std::optional<Status> end;
 };
 
-std::unique_ptr<Stream> open_stream(uv_loop_t* loop, StreamOptions o, Outcome& out) {
+std::unique_ptr<Stream> open_stream(TestLoop& loop, StreamOptions o, Outcome& out) {
     Stream::Handlers h;
     h.on_connected = [&out] { out.connected = true; };
     h.on_data = [&out](std::string_view d) { out.data.append(d); };
     h.on_end = [&out](Status st) { out.end = std::move(st); };
-    auto s = std::make_unique<Stream>(loop, std::move(o), std::move(h));
+    auto s = std::make_unique<Stream>(loop.get(), loop.sched(), std::move(o), std::move(h));
     s->start();
     return s;
 }
@@ -65,7 +65,7 @@ std::string tls_error(const std::string& cert, const std::string& key, const std
         o.ca_file = ca;
         o.tls_server_name = server_name;
         Outcome out;
-        auto s = open_stream(loop.get(), o, out);
+        auto s = open_stream(loop, o, out);
         REQUIRE(loop.run_until([&] { return out.connected || out.end; }));
         if (out.connected) {
             s->write("ping\r\n\r\n");
@@ -87,7 +87,7 @@ std::string connect_by(TestLoop& loop, TestServer& server, const std::string& ho
     o.host = host;
     o.port = static_cast<uint16_t>(server.port());
     Outcome out;
-    auto s = open_stream(loop.get(), o, out);
+    auto s = open_stream(loop, o, out);
     if (!loop.run_until([&] { return out.connected || out.end; }, std::chrono::seconds(30))) {
         return "neither connected nor failed within 30 s";
     }
@@ -304,7 +304,7 @@ TEST_CASE("stream: localhost and numeric hosts resolve; plaintext rule uses reso
         o.host = "name.invalid";
         o.port = 80;
         Outcome out;
-        auto s = open_stream(loop.get(), o, out);
+        auto s = open_stream(loop, o, out);
         REQUIRE(loop.run_until([&] { return out.end.has_value(); }, std::chrono::seconds(30)));
         CHECK(!out.end->ok());
         CHECK(out.end->error().message().find("resolve name.invalid") != std::string::npos);
@@ -319,7 +319,7 @@ TEST_CASE("stream: destroying a stream while its name lookup runs leaves nothing
         o.host = "name.invalid";
         o.port = 80;
         Outcome out;
-        auto s = open_stream(loop.get(), o, out);
+        auto s = open_stream(loop, o, out);
         s.reset();
         loop.run_for(std::chrono::milliseconds(50));
         CHECK(!out.end);

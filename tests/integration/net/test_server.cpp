@@ -17,6 +17,7 @@ using net::ws::Opcode;
 TestLoop::TestLoop() {
     uv_loop_init(&loop_);
     uv_timer_init(&loop_, &tick_);
+    sched_ = std::make_unique<loop::UvScheduler>(&loop_);
 }
 
 TestLoop::~TestLoop() {
@@ -41,6 +42,7 @@ void TestLoop::run_for(std::chrono::milliseconds d) {
 
 int TestLoop::close() {
     closed_ = true;
+    sched_.reset();
     uv_close(reinterpret_cast<uv_handle_t*>(&tick_), nullptr);
     // Close callbacks and cancelled name lookups come back within a few iterations.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

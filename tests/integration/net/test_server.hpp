@@ -12,17 +12,19 @@
 #include <utility>
 #include <vector>
 
+#include "loop/uv_scheduler.hpp"
 #include "net/tls.hpp"
 #include "net/ws_frame.hpp"
 
 namespace myr::test {
 
-// A loop that every test closes with uv_loop_close() == 0.
+// A loop that every test closes with uv_loop_close() == 0, and its scheduler.
 class TestLoop {
   public:
     TestLoop();
     ~TestLoop();
     uv_loop_t* get() { return &loop_; }
+    loop::Scheduler& sched() { return *sched_; }
     // Runs the loop until `pred` holds or `timeout` passes; returns pred().
     bool run_until(const std::function<bool()>& pred,
                    std::chrono::milliseconds timeout = std::chrono::seconds(20));
@@ -34,6 +36,7 @@ class TestLoop {
   private:
     uv_loop_t loop_;
     uv_timer_t tick_;
+    std::unique_ptr<loop::UvScheduler> sched_;
     bool closed_ = false;
 };
 

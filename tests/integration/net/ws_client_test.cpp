@@ -33,7 +33,7 @@ struct Client {
     int closed_count = 0;
     std::unique_ptr<WebSocketClient> ws;
 
-    Client(uv_loop_t* loop, WsConnectOptions opts) {
+    Client(TestLoop& loop, WsConnectOptions opts) {
         WebSocketClient::Handlers h;
         h.on_open = [this] { opened = true; };
         h.on_message = [this](std::string_view m) { messages.emplace_back(m); };
@@ -42,13 +42,14 @@ struct Client {
             ++closed_count;
             closed = Closed{code, std::move(reason), std::move(rej), std::move(error)};
         };
-        ws = std::make_unique<WebSocketClient>(loop, std::move(opts), std::move(h));
+        ws = std::make_unique<WebSocketClient>(loop.get(), loop.sched(), std::move(opts),
+                                               std::move(h));
     }
 };
 
 WsConnectOptions options(const std::string& scheme, const std::string& host, int port) {
     WsConnectOptions o;
-    o.url = config::Url{scheme, host, static_cast<uint16_t>(port), "/v1/opamp"};
+    o.url = Url{scheme, host, static_cast<uint16_t>(port), "/v1/opamp"};
     o.handshake_timeout = std::chrono::seconds(15);
     return o;
 }
@@ -72,7 +73,7 @@ TEST_CASE("ws client: ws:// exchange of messages, then a clean close handshake")
         make_echo(server);
         auto opts = options("ws", "127.0.0.1", server.port());
         opts.headers = {{"Authorization", "Bearer secret-token"}};
-        Client c(loop.get(), opts);
+        Client c(loop, opts);
         c.ws->connect();
         CHECK(!c.ws->send_binary("too early").ok());
         REQUIRE(loop.run_until([&] { return c.opened || c.closed; }));
@@ -125,7 +126,7 @@ TEST_CASE("ws client: answers pings, also between the fragments of a message") {
             c.send_frame(Opcode::pong, "unsolicited");
             c.send_frame(Opcode::continuation, "part3", true);
         };
-        Client c(loop.get(), options("ws", "127.0.0.1", server.port()));
+        Client c(loop, options("ws", "127.0.0.1", server.port()));
         c.ws->connect();
         REQUIRE(loop.run_until([&] {
             return c.messages.size() == 1 && server.accepted() == 1 &&
@@ -151,7 +152,7 @@ TEST_CASE("ws client: a close from the server is echoed and reported with its co
             c.send_frame(Opcode::close, ws::close_payload(4001, "go away"));
         };
         server.on_event = [](ServerConn&, const Event&) {};
-        Client c(loop.get(), options("ws", "127.0.0.1", server.port()));
+        Client c(loop, options("ws", "127.0.0.1", server.port()));
         c.ws->connect();
         REQUIRE(loop.run_until([&] { return c.closed.has_value(); }));
         CHECK(c.opened);
@@ -177,7 +178,7 @@ TEST_CASE("ws client: a message over max_message closes with 1009") {
         server.on_event = [](ServerConn&, const Event&) {};
         auto opts = options("ws", "127.0.0.1", server.port());
         opts.max_message = 1024;
-        Client c(loop.get(), opts);
+        Client c(loop, opts);
         c.ws->connect();
         REQUIRE(loop.run_until([&] { return c.closed.has_value(); }));
         CHECK(c.messages == std::vector<std::string>{"small"});
@@ -216,7 +217,7 @@ TEST_CASE("ws client: garbage frames close with 1002, a text message with 1003")
                 c.send_raw(bytes);
             };
             server.on_event = [](ServerConn&, const Event&) {};
-            Client c(loop.get(), options("ws", "127.0.0.1", server.port()));
+            Client c(loop, options("ws", "127.0.0.1", server.port()));
             c.ws->connect();
             REQUIRE(loop.run_until([&] { return c.closed.has_value(); }));
             CHECK(c.closed->code == k.code);
@@ -242,9 +243,9 @@ TEST_CASE("ws client: 401 and 503 with Retry-After are rejections with status an
         };
         auto opts = options("ws", "127.0.0.1", server.port());
         opts.headers = {{"Authorization", "Bearer bad"}};
-        Client bad(loop.get(), opts);
+        Client bad(loop, opts);
         bad.ws->connect();
-        Client busy(loop.get(), options("ws", "127.0.0.1", server.port()));
+        Client busy(loop, options("ws", "127.0.0.1", server.port()));
         busy.ws->connect();
         REQUIRE(loop.run_until([&] { return bad.closed && busy.closed; }));
         CHECK(!bad.opened);
@@ -266,7 +267,7 @@ TEST_CASE("ws client: a wrong Sec-WebSocket-Accept fails the handshake") {
     {
         TestServer server(loop.get());
         server.on_request = [](ServerConn& c) { c.accept_upgrade("AAAAAAAAAAAAAAAAAAAAAAAAAAA="); };
-        Client c(loop.get(), options("ws", "127.0.0.1", server.port()));
+        Client c(loop, options("ws", "127.0.0.1", server.port()));
         c.ws->connect();
         REQUIRE(loop.run_until([&] { return c.closed.has_value(); }));
         CHECK(!c.opened);
@@ -289,7 +290,7 @@ TEST_CASE("ws client: wss:// with a test CA, by IP literal and by the name local
             CAPTURE(std::string(host));
             auto opts = options("wss", host, server.port());
             opts.ca_file = pki.ca;
-            Client c(loop.get(), opts);
+            Client c(loop, opts);
             c.ws->connect();
             REQUIRE(loop.run_until([&] { return c.opened || c.closed; }));
             if (c.closed) FAIL(c.closed->error);
@@ -316,11 +317,11 @@ TEST_CASE("ws client: wss:// refuses a certificate for another host and an untru
 
         auto opts = options("wss", "localhost", server.port());
         opts.ca_file = pki.ca;
-        Client wrong_host(loop.get(), opts);
+        Client wrong_host(loop, opts);
         wrong_host.ws->connect();
         opts = options("wss", "127.0.0.1", server.port());
         opts.ca_file = pki.other_ca;
-        Client untrusted(loop.get(), opts);
+        Client untrusted(loop, opts);
         untrusted.ws->connect();
         REQUIRE(loop.run_until([&] { return wrong_host.closed && untrusted.closed; }));
         CHECK(!wrong_host.opened);
@@ -342,7 +343,7 @@ TEST_CASE("ws client: ws:// to a non-loopback address is refused before connecti
         // Documentation addresses (RFC 5737, RFC 3849): nothing is ever sent there.
         for (const char* host : {"192.0.2.1", "2001:db8::1", "10.1.2.3"}) {
             CAPTURE(std::string(host));
-            Client c(loop.get(), options("ws", host, 80));
+            Client c(loop, options("ws", host, 80));
             c.ws->connect();
             CHECK(!c.closed);  // reported from the loop, not from inside connect()
             REQUIRE(loop.run_until([&] { return c.closed.has_value(); }, std::chrono::seconds(5)));
@@ -360,7 +361,7 @@ TEST_CASE("ws client: ws:// to loopback needs no permission; wss:// is never ref
     {
         TestServer server(loop.get());
         make_echo(server);
-        Client c(loop.get(), options("ws", "localhost", server.port()));
+        Client c(loop, options("ws", "localhost", server.port()));
         c.ws->connect();
         REQUIRE(loop.run_until([&] { return c.opened || c.closed; }));
         CHECK(c.opened);
@@ -372,14 +373,14 @@ TEST_CASE("ws client: connection refused and handshake timeout are reported once
     TestLoop loop;
     {
         const int port = refusing_port();
-        Client refused(loop.get(), options("ws", "127.0.0.1", port));
+        Client refused(loop, options("ws", "127.0.0.1", port));
         refused.ws->connect();
 
         TestServer silent(loop.get());
         silent.on_request = [](ServerConn&) {};  // never answers the upgrade
         auto opts = options("ws", "127.0.0.1", silent.port());
         opts.handshake_timeout = std::chrono::milliseconds(300);
-        Client slow(loop.get(), opts);
+        Client slow(loop, opts);
         slow.ws->connect();
 
         REQUIRE(loop.run_until([&] { return refused.closed && slow.closed; }));
@@ -406,7 +407,7 @@ TEST_CASE("ws client: the server dropping TCP is 1006; connect() again reconnect
                 c.send_frame(Opcode::binary, "echoed");
             }
         };
-        Client c(loop.get(), options("ws", "127.0.0.1", server.port()));
+        Client c(loop, options("ws", "127.0.0.1", server.port()));
         c.ws->connect();
         REQUIRE(loop.run_until([&] { return c.opened; }));
         CHECK(c.ws->send_binary("drop me").ok());
@@ -446,7 +447,7 @@ TEST_CASE("ws client: may be destroyed inside its own handlers") {
         h.on_closed = [&](uint16_t, std::string, std::optional<WsRejection>, std::string) {
             FAIL("on_closed after destruction");
         };
-        ws = std::make_unique<WebSocketClient>(loop.get(),
+        ws = std::make_unique<WebSocketClient>(loop.get(), loop.sched(),
                                                options("ws", "127.0.0.1", server.port()), h);
         ws->connect();
         REQUIRE(loop.run_until([&] { return ws == nullptr; }));
@@ -461,7 +462,7 @@ TEST_CASE("ws client: may be destroyed inside its own handlers") {
             closed = true;
             ws2.reset();
         };
-        ws2 = std::make_unique<WebSocketClient>(loop.get(),
+        ws2 = std::make_unique<WebSocketClient>(loop.get(), loop.sched(),
                                                 options("ws", "127.0.0.1", refusing_port()), h2);
         ws2->connect();
         REQUIRE(loop.run_until([&] { return closed; }));
@@ -475,7 +476,7 @@ TEST_CASE("ws client: close() before the connection is open aborts the attempt")
     {
         TestServer silent(loop.get());
         silent.on_request = [](ServerConn&) {};
-        Client c(loop.get(), options("ws", "127.0.0.1", silent.port()));
+        Client c(loop, options("ws", "127.0.0.1", silent.port()));
         c.ws->connect();
         c.ws->close(1000, "");
         CHECK(!c.closed);
@@ -514,7 +515,7 @@ TEST_CASE("ws client: a name that resolves to a non-loopback address is refused 
     }
     TestLoop loop;
     {
-        Client c(loop.get(), options("ws", "evil.test", 80));
+        Client c(loop, options("ws", "evil.test", 80));
         c.ws->connect();
         REQUIRE(loop.run_until([&] { return c.closed.has_value(); }, std::chrono::seconds(10)));
         CHECK(!c.opened);

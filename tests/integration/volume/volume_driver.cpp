@@ -191,7 +191,7 @@ Result<journal::SeedOutcome> do_seed(const Args& a, const store::Volume& vol, jo
     if (in.image_path.empty()) die("seed: --image is required");
     std::string policy = a.get("policy", "newest");
     if (policy != "newest" && policy != "image") die("seed: bad --policy " + policy);
-    in.policy = policy == "image" ? config::SeedPolicy::image : config::SeedPolicy::newest;
+    in.policy = policy == "image" ? store::SeedPolicy::image : store::SeedPolicy::newest;
     in.keep_versions = static_cast<uint32_t>(std::stoul(a.get("keep", "2")));
     if (a.has("version-output")) {
         in.version_output = a.get("version-output");
@@ -267,7 +267,7 @@ json_object* state_json(const Args& a, const store::Volume& vol, const journal::
 Status do_activate(const Args& a, const store::Volume& vol, journal::Journal& j) {
     std::string file = a.get("file"), version = a.get("version");
     if (file.empty() || version.empty()) die("activate: --file and --version are required");
-    fsx::UniqueFd src(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd src(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
     if (!src) return fail_errno("open " + file);
     std::string sha = a.get("sha256");
     if (sha.empty()) {

@@ -399,8 +399,13 @@ TEST_CASE("config: container values are checked") {
                    "out of range 1..65535");
     expect_problem(kContainer + "  healthListen: \"0.0.0.0:65536\"\n", "container.healthListen",
                    "out of range 1..65535");
-    expect_problem(kContainer + "  healthListen: \"localhost:80\"\n", "container.healthListen",
-                   "not an IP address");
+    expect_problem(kContainer + "  healthListen: \"1.2.3:80\"\n", "container.healthListen",
+                   "not an IP address or a host name");
+    expect_problem(kContainer + "  healthListen: \"pod_0/x:80\"\n", "container.healthListen",
+                   "not an IP address or a host name");
+    // The spec's healthListen is host:port: a name is accepted and resolved when listening.
+    CHECK(expect_ok(kContainer + "  healthListen: \"localhost:13135\"\n", Mode::container)
+              .container->health_listen->host == "localhost");
     expect_problem(kContainer + "  healthListen: \"[::1:80\"\n", "container.healthListen",
                    "unclosed");
     CHECK(expect_ok(kContainer + "  healthListen: \"127.0.0.1:65535\"\n", Mode::container)

@@ -119,7 +119,7 @@ TEST_CASE("config: parse_url canonicalises and refuses what a client cannot use"
     }
 }
 
-TEST_CASE("config: parse_host_port takes IP literals, IPv6 in brackets") {
+TEST_CASE("config: parse_host_port takes IP literals, IPv6 in brackets, and host names") {
     auto a = parse_host_port("0.0.0.0:13135");
     REQUIRE(a.ok());
     CHECK(a->host == "0.0.0.0");
@@ -130,7 +130,11 @@ TEST_CASE("config: parse_host_port takes IP literals, IPv6 in brackets") {
     CHECK(b->host == "::");
     CHECK(b->ipv6());
     CHECK(b->str() == "[::]:13135");
-    for (const char* bad : {"", ":1", "13135", "::1:80", "[::1]", "[::1]80", "1.2.3:80", "host:80",
+    auto c = parse_host_port("LocalHost:13135");
+    REQUIRE(c.ok());
+    CHECK(c->host == "localhost");
+    CHECK_FALSE(c->ipv6());
+    for (const char* bad : {"", ":1", "13135", "::1:80", "[::1]", "[::1]80", "1.2.3:80", "a b:80",
                             "1.2.3.4:0", "1.2.3.4:65536", "1.2.3.4:", "1.2.3.4:8a"}) {
         CAPTURE(bad);
         CHECK_FALSE(parse_host_port(bad).ok());

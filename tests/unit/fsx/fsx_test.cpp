@@ -15,7 +15,7 @@
 #include "core/fault.hpp"
 #include "fsx/copy.hpp"
 #include "fsx/dir.hpp"
-#include "fsx/fd.hpp"
+#include "core/fd.hpp"
 #include "fsx/file.hpp"
 #include "harness.hpp"
 

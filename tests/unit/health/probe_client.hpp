@@ -18,6 +18,7 @@
 #include "health/probe_server.hpp"
 #include "health/probes.hpp"
 #include "loop/loop.hpp"
+#include "loop/uv_scheduler.hpp"
 
 namespace myr::health::test {
 
@@ -99,14 +100,16 @@ auto with_server(loop::Loop& loop, F client) {
 
 struct Fixture {
     loop::Loop loop;
+    std::unique_ptr<loop::UvScheduler> sched = std::make_unique<loop::UvScheduler>(loop.get());
     std::unique_ptr<ProbeServer> server;
     explicit Fixture(Probes p, ServerLimits l = {}) {
-        server = std::make_unique<ProbeServer>(loop, std::move(p), l);
-        REQUIRE(server->listen(config::HostPort{"127.0.0.1", 0}));
+        server = std::make_unique<ProbeServer>(loop, *sched, std::move(p), l);
+        REQUIRE(server->listen(HostPort{"127.0.0.1", 0}));
         REQUIRE(server->port() > 0);
     }
     ~Fixture() {
         server.reset();
+        sched.reset();
         CHECK(loop.close() == 0);
     }
 };

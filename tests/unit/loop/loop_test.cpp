@@ -4,9 +4,11 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <memory>
 #include <thread>
+#include <vector>
+
+#include "loop/uv_scheduler.hpp"
 
 using namespace myr;
 using namespace std::chrono_literals;
@@ -15,11 +17,12 @@ TEST_CASE("loop: a one-shot timer fires once and the loop closes cleanly") {
     loop::Loop loop;
     int fired = 0;
     {
-        loop::Timer t(loop);
-        t.start(Duration(5), [&] { ++fired; });
-        CHECK(t.active());
+        loop::UvScheduler sched(loop.get());
+        auto t = sched.timer();
+        t->start(Duration(5), [&] { ++fired; });
+        CHECK(t->active());
         CHECK(loop.run_until([&] { return fired > 0; }, 5s));
-        CHECK_FALSE(t.active());
+        CHECK_FALSE(t->active());
     }
     CHECK(fired == 1);
     CHECK(loop.close() == 0);
@@ -29,28 +32,68 @@ TEST_CASE("loop: a repeating timer fires until stopped and reports the time left
     loop::Loop loop;
     int fired = 0;
     {
-        loop::Timer t(loop);
-        t.start(
-            Duration(1), [&] { ++fired; }, Duration(1));
+        loop::UvScheduler sched(loop.get());
+        auto t = sched.timer();
+        t->start_repeating(Duration(1), [&] { ++fired; });
         CHECK(loop.run_until([&] { return fired >= 3; }, 5s));
-        t.stop();
-        CHECK(t.remaining() == Duration(0));
-        t.start(Duration(60'000), [] {});
-        CHECK(t.remaining() > Duration(50'000));
+        t->stop();
+        CHECK(t->remaining() == Duration(0));
+        t->start(Duration(60'000), [] {});
+        CHECK(t->remaining() > Duration(50'000));
     }
     CHECK(loop.close() == 0);
 }
 
 TEST_CASE("loop: a timer destroyed from inside its own callback is freed after close") {
     loop::Loop loop;
-    auto t = std::make_unique<loop::Timer>(loop);
-    bool fired = false;
-    t->start(Duration(1), [&] {
-        fired = true;
-        t.reset();
-    });
-    CHECK(loop.run_until([&] { return fired; }, 5s));
-    CHECK(t == nullptr);
+    {
+        loop::UvScheduler sched(loop.get());
+        auto t = sched.timer();
+        bool fired = false;
+        t->start(Duration(1), [&] {
+            fired = true;
+            t.reset();
+        });
+        CHECK(loop.run_until([&] { return fired; }, 5s));
+        CHECK(t == nullptr);
+    }
+    CHECK(loop.close() == 0);
+}
+
+TEST_CASE("loop: post runs on a later turn, in order, never inline") {
+    loop::Loop loop;
+    {
+        loop::UvScheduler sched(loop.get());
+        std::vector<int> order;
+        sched.post([&] {
+            order.push_back(1);
+            sched.post([&] { order.push_back(3); });
+        });
+        sched.post([&] { order.push_back(2); });
+        CHECK(order.empty());
+        CHECK(loop.run_until([&] { return order.size() == 3; }, 5s));
+        CHECK(order == std::vector<int>{1, 2, 3});
+    }
+    CHECK(loop.close() == 0);
+}
+
+TEST_CASE("loop: a Guard drops what it bound once its owner is gone") {
+    loop::Loop loop;
+    {
+        loop::UvScheduler sched(loop.get());
+        int ran = 0;
+        auto guard = std::make_unique<loop::Guard>();
+        sched.post(guard->bind([&] { ++ran; }));
+        loop::Guard other;
+        sched.post(other.bind([&] { ran += 10; }));
+        other.drop();
+        sched.post(other.bind([&] { ran += 100; }));
+        guard.reset();
+        bool end = false;
+        sched.post([&] { end = true; });
+        CHECK(loop.run_until([&] { return end; }, 5s));
+        CHECK(ran == 100);
+    }
     CHECK(loop.close() == 0);
 }
 
@@ -73,14 +116,16 @@ TEST_CASE("loop: post_work runs the job off the loop thread and completes on it"
     std::thread::id work_thread;
     bool done = false;
     bool done_on_loop = false;
-    loop::post_work(
-        loop, [&] { work_thread = std::this_thread::get_id(); },
-        [&](bool cancelled) {
-            CHECK_FALSE(cancelled);
-            done = true;
-            done_on_loop = std::this_thread::get_id() == loop_thread;
-        });
-    CHECK(loop.run_until([&] { return done; }, 5s));
+    {
+        loop::UvScheduler sched(loop.get());
+        sched.post_work([&] { work_thread = std::this_thread::get_id(); },
+                        [&](bool cancelled) {
+                            CHECK_FALSE(cancelled);
+                            done = true;
+                            done_on_loop = std::this_thread::get_id() == loop_thread;
+                        });
+        CHECK(loop.run_until([&] { return done; }, 5s));
+    }
     CHECK(done_on_loop);
     CHECK(work_thread != loop_thread);
     CHECK(loop.close() == 0);
@@ -90,8 +135,7 @@ TEST_CASE("loop: close() closes handles left open and still ends at zero") {
     loop::Loop loop;
     auto* raw = new uv_timer_t;
     uv_timer_init(loop.get(), raw);
-    uv_timer_start(
-        raw, [](uv_timer_t*) {}, 100000, 0);
+    uv_timer_start(raw, [](uv_timer_t*) noexcept {}, 100000, 0);
     CHECK(loop.close() == 0);
     delete raw;
 }

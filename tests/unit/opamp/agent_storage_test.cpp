@@ -1,11 +1,11 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
-#include <uv.h>
 
 #include <cstdio>
 
 #include "fakes.hpp"
 #include "harness.hpp"
+#include "loop/fake_scheduler.hpp"
 #include "opamp/agent.hpp"
 
 using namespace myr;
@@ -32,62 +32,46 @@ void replace(const test::TempDir& dir, const std::string& text) {
 TEST_CASE("agent: the collector uid comes from persistent_state.yaml and a rewrite is reported") {
     test::TempDir state, storage;
     replace(storage, "instance_id: 0190a6f4-6c1e-7a3b-9c2d-000000000001\n");
-    uv_loop_t loop;
-    REQUIRE(uv_loop_init(&loop) == 0);
-    {
-        auto timers = std::make_shared<FakeTimers>();
-        FakeNet net;
-        FixedStatusProvider status;
-        UnavailableInstaller installer;
-        AgentOptions o;
-        o.state_dir = state.path();
-        o.supervisor_storage_dir = storage.path();
-        o.persistent_state_poll = std::chrono::milliseconds(20);
-        AgentDeps d;
-        d.loop = &loop;
-        d.status = &status;
-        d.installer = &installer;
-        d.transport = net.factory();
-        d.timers = timers;
-        d.clock = &timers->clock;
-        auto a = Agent::create(o, std::move(d));
-        REQUIRE(a);
-        auto& agent = **a;
-        agent.start();
-        net.open();
-        REQUIRE(net.last().sent.size() == 1);
-        CHECK(attr(net.last().sent[0], "dev.myriarch.collector.instance_uid") ==
-              "0190a6f4-6c1e-7a3b-9c2d-000000000001");
+    loop::FakeScheduler sched;
+    FakeNet net;
+    FixedStatusProvider status;
+    UnavailableInstaller installer;
+    AgentOptions o;
+    o.state_dir = state.path();
+    o.supervisor_storage_dir = storage.path();
+    o.persistent_state_poll = std::chrono::milliseconds(20);
+    AgentDeps d;
+    d.sched = &sched;
+    d.status = &status;
+    d.installer = &installer;
+    d.transport = net.factory();
+    auto a = Agent::create(o, std::move(d));
+    REQUIRE(a);
+    auto& agent = **a;
+    agent.start();
+    net.open();
+    REQUIRE(net.last().sent.size() == 1);
+    CHECK(attr(net.last().sent[0], "dev.myriarch.collector.instance_uid") ==
+          "0190a6f4-6c1e-7a3b-9c2d-000000000001");
 
-        // Runs the loop in 10 ms slices (a timer stops it) until pred holds, for up to 10 s.
-        uv_timer_t slice;
-        uv_timer_init(&loop, &slice);
-        auto run_until = [&](auto pred) {
-            for (int i = 0; i < 1000 && !pred(); ++i) {
-                uv_timer_start(
-                    &slice, [](uv_timer_t* t) { uv_stop(t->loop); }, 10, 0);
-                uv_run(&loop, UV_RUN_DEFAULT);
-            }
-            return pred();
-        };
-        replace(storage, "instance_id: 0190a6f4-6c1e-7a3b-9c2d-000000000002\n");
-        REQUIRE(run_until([&] { return net.last().sent.size() == 2; }));
-        CHECK(attr(net.last().sent[1], "dev.myriarch.collector.instance_uid") ==
-              "0190a6f4-6c1e-7a3b-9c2d-000000000002");
+    // The next poll sees the rename and reports the new uid.
+    replace(storage, "instance_id: 0190a6f4-6c1e-7a3b-9c2d-000000000002\n");
+    sched.advance(std::chrono::milliseconds(20));
+    REQUIRE(net.last().sent.size() == 2);
+    CHECK(attr(net.last().sent[1], "dev.myriarch.collector.instance_uid") ==
+          "0190a6f4-6c1e-7a3b-9c2d-000000000002");
 
-        // Malformed: the attribute disappears (reported), and nothing is fatal.
-        replace(storage, "instance_id: [broken\n");
-        REQUIRE(run_until([&] { return net.last().sent.size() == 3; }));
-        CHECK(attr(net.last().sent[2], "dev.myriarch.collector.instance_uid") == "<absent>");
-        CHECK(agent.state() == Agent::State::connected);
+    // Malformed: the attribute disappears (reported), and nothing is fatal.
+    replace(storage, "instance_id: [broken\n");
+    sched.advance(std::chrono::milliseconds(20));
+    REQUIRE(net.last().sent.size() == 3);
+    CHECK(attr(net.last().sent[2], "dev.myriarch.collector.instance_uid") == "<absent>");
+    CHECK(agent.state() == Agent::State::connected);
 
-        bool done = false;
-        agent.stop([&] { done = true; });
-        net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
-        CHECK(done);
-        a->reset();
-        uv_close(reinterpret_cast<uv_handle_t*>(&slice), nullptr);
-    }
-    uv_run(&loop, UV_RUN_DEFAULT);
-    CHECK(uv_loop_close(&loop) == 0);
+    bool done = false;
+    agent.stop([&] { done = true; });
+    net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
+    CHECK(done);
+    a->reset();
+    CHECK(sched.armed_timers() == 0);
 }

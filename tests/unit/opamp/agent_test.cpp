@@ -8,6 +8,7 @@
 #include <map>
 
 #include "fakes.hpp"
+#include "loop/fake_scheduler.hpp"
 #include "harness.hpp"
 
 using namespace myr;
@@ -27,7 +28,7 @@ std::map<std::string, std::string> attrs(const std::vector<KeyValue>& kvs) {
 // a test sets `r`.
 struct Rig {
     test::TempDir dir;
-    std::shared_ptr<FakeTimers> timers = std::make_shared<FakeTimers>();
+    loop::FakeScheduler sched;
     FakeNet net;
     FixedStatusProvider status;
     UnavailableInstaller installer;
@@ -47,8 +48,7 @@ struct Rig {
         d.status = &status;
         d.installer = &installer;
         d.transport = net.factory();
-        d.timers = timers;
-        d.clock = &timers->clock;
+        d.sched = &sched;
         d.random01 = [this] { return r; };
         auto a = Agent::create(opt, std::move(d));
         REQUIRE(a);
@@ -61,7 +61,7 @@ struct Rig {
         net.open();
     }
     std::vector<AgentToServer>& sent() { return net.last().sent; }
-    void advance(Duration d) { timers->advance(d); }
+    void advance(Duration d) { sched.advance(d); }
 };
 
 }  // namespace
@@ -277,7 +277,7 @@ TEST_CASE("agent: after an unexpected close it reconnects once at once, then bac
     rig.start_connected();
     rig.net.closed();
     CHECK(rig.agent->state() == Agent::State::waiting);
-    CHECK(rig.timers->next_due() == 0ms);
+    CHECK(rig.sched.next_due() == 0ms);
     rig.advance(0ms);
     REQUIRE(rig.net.conns.size() == 2);
     rig.net.open();
@@ -285,14 +285,14 @@ TEST_CASE("agent: after an unexpected close it reconnects once at once, then bac
     CHECK(rig.sent()[0].agent_description);
     CHECK(rig.sent()[0].sequence_num == 2);  // sequence continues across connections
     rig.net.closed();
-    CHECK(rig.timers->next_due() == 250ms);  // 0.5 s × 0.5
+    CHECK(rig.sched.next_due() == 250ms);  // 0.5 s × 0.5
     rig.advance(250ms);
     REQUIRE(rig.net.conns.size() == 3);
     rig.net.closed(TransportClosed{0, "", 0, std::nullopt, "connection refused"});
-    CHECK(rig.timers->next_due() == 375ms);  // 0.75 s × 0.5
+    CHECK(rig.sched.next_due() == 375ms);  // 0.75 s × 0.5
     rig.advance(375ms);
     rig.net.closed(TransportClosed{0, "", 0, std::nullopt, "connection refused"});
-    CHECK(rig.timers->next_due() == 562ms);
+    CHECK(rig.sched.next_due() == 562ms);
 }
 
 TEST_CASE("agent: backoff delays stay within ±50 % of 0.5 s × 1.5^n and never exceed 60 s") {
@@ -323,10 +323,10 @@ TEST_CASE("agent: a connection that stayed up resets the backoff") {
     rig.net.open();
     rig.advance(kStableConnection);
     rig.net.closed();
-    CHECK(rig.timers->next_due() == 0ms);  // immediate again
+    CHECK(rig.sched.next_due() == 0ms);  // immediate again
     rig.advance(0ms);
     rig.net.closed(TransportClosed{0, "", 0, std::nullopt, "refused"});
-    CHECK(rig.timers->next_due() == 250ms);
+    CHECK(rig.sched.next_due() == 250ms);
 }
 
 TEST_CASE("agent: 503 and 429 honour Retry-After, at least 30 s without it") {
@@ -334,11 +334,11 @@ TEST_CASE("agent: 503 and 429 honour Retry-After, at least 30 s without it") {
     rig.make();
     rig.agent->start();
     rig.net.closed(TransportClosed{0, "", 503, 7s, "upgrade answered with HTTP 503"});
-    CHECK(rig.timers->next_due() == 7s);
+    CHECK(rig.sched.next_due() == 7s);
     rig.advance(7s);
     REQUIRE(rig.net.conns.size() == 2);
     rig.net.closed(TransportClosed{0, "", 429, std::nullopt, "upgrade answered with HTTP 429"});
-    CHECK(rig.timers->next_due() >= 30s);
+    CHECK(rig.sched.next_due() >= 30s);
     rig.advance(6999ms);
     CHECK(rig.net.conns.size() == 2);
 }
@@ -349,10 +349,10 @@ TEST_CASE("agent: 401 backs off like any failure") {
     rig.make();
     rig.agent->start();
     rig.net.closed(TransportClosed{0, "", 401, std::nullopt, "upgrade answered with HTTP 401"});
-    CHECK(rig.timers->next_due() == 250ms);
+    CHECK(rig.sched.next_due() == 250ms);
     rig.advance(250ms);
     rig.net.closed(TransportClosed{0, "", 401, std::nullopt, "upgrade answered with HTTP 401"});
-    CHECK(rig.timers->next_due() == 375ms);
+    CHECK(rig.sched.next_due() == 375ms);
 }
 
 TEST_CASE("agent: error_response Unavailable disconnects and waits retry_after") {
@@ -365,7 +365,7 @@ TEST_CASE("agent: error_response Unavailable disconnects and waits retry_after")
     CHECK(rig.net.last().close_code == 1000);
     CHECK(rig.agent->state() == Agent::State::closing);
     rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
-    CHECK(rig.timers->next_due() == 12s);
+    CHECK(rig.sched.next_due() == 12s);
     rig.advance(11s);
     CHECK(rig.net.conns.size() == 1);
     rig.advance(1s);
@@ -474,7 +474,7 @@ TEST_CASE("agent: error_response Unavailable without retry_after backs off") {
     rig.net.deliver(s);
     CHECK(rig.net.last().close_code == 1000);
     rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
-    CHECK(rig.timers->next_due() == 250ms);
+    CHECK(rig.sched.next_due() == 250ms);
 }
 
 TEST_CASE("agent: stop during the connection attempt aborts it and sends nothing") {
@@ -538,5 +538,5 @@ TEST_CASE("agent: absurd retry and heartbeat values from the server are clamped"
     s.error_response = ServerErrorResponse{ServerErrorType::unavailable, "x", ~0ull};
     rig.net.deliver(s);
     rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
-    CHECK(rig.timers->next_due() == kMaxRetryAfter);
+    CHECK(rig.sched.next_due() == kMaxRetryAfter);
 }

@@ -1,4 +1,5 @@
-// Test doubles for the agent's seams: a scripted transport and timers driven by a FakeClock.
+// Test double for the agent's transport: a scripted connection the test plays the server on.
+// Time comes from loop::FakeScheduler.
 #pragma once
 
 #include <algorithm>
@@ -7,77 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "core/time.hpp"
 #include "opamp/messages.hpp"
 #include "opamp/transport.hpp"
 
 namespace myr::opamp::testing {
-
-class FakeTimers : public TimerFactory {
-  public:
-    struct Slot {
-        std::optional<MonoTime> due;
-        std::function<void()> cb;
-        bool alive = true;
-    };
-    class T : public Timer {
-      public:
-        T(FakeTimers* f, std::shared_ptr<Slot> s) : f_(f), s_(std::move(s)) {}
-        ~T() override { s_->alive = false; }
-        void start(Duration after, std::function<void()> cb) override {
-            s_->due = f_->clock.now() + after;
-            s_->cb = std::move(cb);
-        }
-        void stop() override { s_->due.reset(); }
-
-      private:
-        FakeTimers* f_;
-        std::shared_ptr<Slot> s_;
-    };
-
-    std::unique_ptr<Timer> create() override {
-        auto s = std::make_shared<Slot>();
-        slots_.push_back(s);
-        return std::make_unique<T>(this, s);
-    }
-
-    // Moves time forward by `d`, firing due timers in order at their due time.
-    void advance(Duration d) {
-        const MonoTime target = clock.now() + d;
-        for (;;) {
-            std::shared_ptr<Slot> next;
-            for (auto& s : slots_) {
-                if (s->alive && s->due && *s->due <= target && (!next || *s->due < *next->due)) {
-                    next = s;
-                }
-            }
-            if (!next) break;
-            if (*next->due > clock.now())
-                clock.advance(std::chrono::duration_cast<Duration>(*next->due - clock.now()));
-            next->due.reset();
-            auto cb = std::move(next->cb);
-            if (cb) cb();
-        }
-        if (target > clock.now())
-            clock.advance(std::chrono::duration_cast<Duration>(target - clock.now()));
-    }
-    // The time until the earliest pending timer, if any.
-    std::optional<Duration> next_due() const {
-        std::optional<Duration> best;
-        for (auto& s : slots_) {
-            if (s->alive && s->due) {
-                auto d = std::chrono::duration_cast<Duration>(*s->due - clock.now());
-                if (!best || d < *best) best = d;
-            }
-        }
-        return best;
-    }
-
-    FakeClock clock;
-
-  private:
-    std::vector<std::shared_ptr<Slot>> slots_;
-};
 
 // One scripted connection. The test plays the server through the Net that made it.
 struct FakeConn {

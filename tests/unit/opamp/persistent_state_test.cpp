@@ -2,11 +2,11 @@
 
 #include <doctest/doctest.h>
 #include <unistd.h>
-#include <uv.h>
 
 #include <cstdio>
 
 #include "harness.hpp"
+#include "loop/fake_scheduler.hpp"
 
 using namespace myr;
 using namespace myr::opamp;
@@ -65,44 +65,35 @@ TEST_CASE("persistent_state: the file is read without following a symlink, size-
 
 TEST_CASE("persistent_state: the watcher sees a rename over the file and a removal") {
     test::TempDir dir;
-    uv_loop_t loop;
-    REQUIRE(uv_loop_init(&loop) == 0);
+    loop::FakeScheduler sched;
     int changes = 0;
-    {
-        PersistentStateWatcher w(&loop, dir.path(), std::chrono::milliseconds(20),
-                                 [&] { ++changes; });
-        w.start();
-        CHECK(w.collector_uid().empty());
-        CHECK(changes == 0);
+    PersistentStateWatcher w(sched, dir.path(), std::chrono::milliseconds(20), [&] { ++changes; });
+    w.start();
+    CHECK(w.collector_uid().empty());
+    CHECK(changes == 0);
 
-        // Runs the loop in 10 ms slices (a timer stops it) until pred holds, for up to 10 s.
-        uv_timer_t slice;
-        uv_timer_init(&loop, &slice);
-        auto run_until = [&](auto pred) {
-            for (int i = 0; i < 1000 && !pred(); ++i) {
-                uv_timer_start(
-                    &slice, [](uv_timer_t* t) { uv_stop(t->loop); }, 10, 0);
-                uv_run(&loop, UV_RUN_DEFAULT);
-            }
-            return pred();
-        };
-        test::write_file(dir / "tmp", "instance_id: 0190a6f4-6c1e-7a3b-9c2d-0123456789ab\n");
-        REQUIRE(rename((dir / "tmp").c_str(), (dir / "persistent_state.yaml").c_str()) == 0);
-        REQUIRE(run_until([&] { return !w.collector_uid().empty(); }));
-        CHECK(w.collector_uid() == "0190a6f4-6c1e-7a3b-9c2d-0123456789ab");
-        CHECK(changes == 1);
+    test::write_file(dir / "tmp", "instance_id: 0190a6f4-6c1e-7a3b-9c2d-0123456789ab\n");
+    REQUIRE(rename((dir / "tmp").c_str(), (dir / "persistent_state.yaml").c_str()) == 0);
+    sched.advance(std::chrono::milliseconds(19));
+    CHECK(w.collector_uid().empty());  // not polled yet
+    sched.advance(std::chrono::milliseconds(1));
+    CHECK(w.collector_uid() == "0190a6f4-6c1e-7a3b-9c2d-0123456789ab");
+    CHECK(changes == 1);
 
-        test::write_file(dir / "tmp", "instance_id: 0190a6f4-6c1e-7a3b-9c2d-ffffffffffff\n");
-        REQUIRE(rename((dir / "tmp").c_str(), (dir / "persistent_state.yaml").c_str()) == 0);
-        REQUIRE(run_until([&] { return w.collector_uid().find("ffff") != std::string::npos; }));
-        CHECK(changes == 2);
+    // An unchanged file is not read again, and reports nothing.
+    sched.advance(std::chrono::seconds(1));
+    CHECK(changes == 1);
 
-        REQUIRE(unlink((dir / "persistent_state.yaml").c_str()) == 0);
-        REQUIRE(run_until([&] { return w.collector_uid().empty(); }));
-        CHECK(changes == 3);
-        w.stop();
-        uv_close(reinterpret_cast<uv_handle_t*>(&slice), nullptr);
-    }
-    uv_run(&loop, UV_RUN_DEFAULT);
-    CHECK(uv_loop_close(&loop) == 0);
+    test::write_file(dir / "tmp", "instance_id: 0190a6f4-6c1e-7a3b-9c2d-ffffffffffff\n");
+    REQUIRE(rename((dir / "tmp").c_str(), (dir / "persistent_state.yaml").c_str()) == 0);
+    sched.advance(std::chrono::milliseconds(20));
+    CHECK(w.collector_uid().find("ffff") != std::string::npos);
+    CHECK(changes == 2);
+
+    REQUIRE(unlink((dir / "persistent_state.yaml").c_str()) == 0);
+    sched.advance(std::chrono::milliseconds(20));
+    CHECK(w.collector_uid().empty());
+    CHECK(changes == 3);
+    w.stop();
+    CHECK(sched.armed_timers() == 0);
 }

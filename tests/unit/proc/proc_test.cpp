@@ -6,6 +6,7 @@
 
 #include "harness.hpp"
 #include "loop/loop.hpp"
+#include "loop/uv_scheduler.hpp"
 #include "proc/reaper.hpp"
 
 using namespace myr;
@@ -18,9 +19,10 @@ Result<proc::Captured> capture(const std::vector<std::string>& argv,
     loop::Loop loop;
     std::optional<Result<proc::Captured>> out;
     {
+        loop::UvScheduler sched(loop.get());
         proc::Reaper reaper(loop);
         REQUIRE(reaper.start());
-        proc::run_capture(reaper, argv, opts,
+        proc::run_capture(reaper, sched, argv, opts,
                           [&](Result<proc::Captured> r) { out = std::move(r); });
         CHECK_FALSE(out.has_value());  // never from inside the call
         CHECK(loop.run_until([&] { return out.has_value(); }, 20s));
@@ -55,6 +57,7 @@ TEST_CASE("run_capture: a command that outlives its timeout is killed with its g
     auto r = capture({"/bin/sh", "-c", "sleep 30 & sleep 30"}, o);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message().find("timed out after 300ms") != std::string::npos);
+    CHECK(r.error().code() == Errc::timeout);
 }
 
 TEST_CASE("run_capture: a missing command is an error naming errno") {

@@ -129,7 +129,7 @@ store::Active intact_active(const std::string& version, store::Source source,
 }  // namespace
 
 TEST_CASE("precedence: the decision table, row by row, for both policies") {
-    using P = config::SeedPolicy;
+    using P = store::SeedPolicy;
     using R = store::Rule;
     store::Active none;
     store::Active broken;

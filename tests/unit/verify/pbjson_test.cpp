@@ -8,7 +8,7 @@ using namespace myr::verify;
 
 namespace {
 
-JsonPtr doc(const std::string& text) {
+myr::json::Ptr doc(const std::string& text) {
     auto d = parse_json(text, 1 << 20, 16);
     REQUIRE_MESSAGE(d.ok(), text);
     return std::move(*d);

@@ -1,21 +1,20 @@
-#include "net/random.hpp"
+#include "core/random.hpp"
 
 #include <sys/random.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
-namespace myr::net {
+namespace myr {
 
 void random_bytes(void* buf, size_t len) {
     auto* p = static_cast<unsigned char*>(buf);
     while (len > 0) {
-        ssize_t n = getrandom(p, len, 0);
+        ssize_t n = ::getrandom(p, len, 0);
         if (n < 0) {
             if (errno == EINTR) continue;
-            // Without a random source no mask or TLS key is safe; there is nothing sane to go on
-            // with.
             std::perror("myriarch-updater: getrandom");
             std::abort();
         }
@@ -24,9 +23,10 @@ void random_bytes(void* buf, size_t len) {
     }
 }
 
-int random_for_mbedtls(void*, unsigned char* buf, size_t len) {
-    random_bytes(buf, len);
-    return 0;
+double random_unit() {
+    uint64_t x = 0;
+    random_bytes(&x, sizeof x);
+    return static_cast<double>(x >> 11) * 0x1.0p-53;
 }
 
-}  // namespace myr::net
+}  // namespace myr

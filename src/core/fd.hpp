@@ -4,7 +4,7 @@
 
 #include <utility>
 
-namespace myr::fsx {
+namespace myr {
 
 class UniqueFd {
   public:
@@ -32,4 +32,4 @@ class UniqueFd {
     int fd_ = -1;
 };
 
-}  // namespace myr::fsx
+}  // namespace myr

@@ -1,25 +1,14 @@
-// URLs, listen addresses and loopback detection, parsed once here so no other module does.
+#include "core/url.hpp"
+
 #include <arpa/inet.h>
 
 #include <cstring>
 
-#include "config/config.hpp"
+#include "core/text.hpp"
 
-namespace myr::config {
+namespace myr {
 
 namespace {
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) {
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    }
-    return out;
-}
-
-uint16_t default_port(const std::string& scheme) {
-    return (scheme == "wss" || scheme == "https") ? 443 : 80;
-}
 
 bool is_ipv4(const std::string& s) {
     in_addr a{};
@@ -60,6 +49,12 @@ std::string bracket(const std::string& host) {
 
 }  // namespace
 
+uint16_t default_port(std::string_view scheme) {
+    if (scheme == "http" || scheme == "ws") return 80;
+    if (scheme == "https" || scheme == "wss") return 443;
+    return 0;
+}
+
 std::string Url::str() const {
     std::string out = scheme + "://" + bracket(host);
     if (port != default_port(scheme)) out += ":" + std::to_string(port);
@@ -76,7 +71,7 @@ Result<Url> parse_url(std::string_view text) {
         return fail("not a URL (expected scheme://host[:port]/path)");
     }
     Url u;
-    u.scheme = lower(text.substr(0, sep));
+    u.scheme = text::lower(text.substr(0, sep));
     if (u.scheme != "ws" && u.scheme != "wss" && u.scheme != "http" && u.scheme != "https") {
         return fail("unsupported URL scheme \"" + u.scheme + "\"");
     }
@@ -98,7 +93,7 @@ Result<Url> parse_url(std::string_view text) {
     if (!authority.empty() && authority[0] == '[') {
         size_t close = authority.find(']');
         if (close == std::string_view::npos) return fail("URL has an unclosed '[' in its host");
-        u.host = lower(authority.substr(1, close - 1));
+        u.host = text::lower(authority.substr(1, close - 1));
         if (!is_ipv6(u.host)) return fail("\"" + u.host + "\" is not an IPv6 address");
         std::string_view after = authority.substr(close + 1);
         if (!after.empty()) {
@@ -108,7 +103,7 @@ Result<Url> parse_url(std::string_view text) {
         }
     } else {
         size_t colon = authority.find(':');
-        u.host = lower(authority.substr(0, colon));
+        u.host = text::lower(authority.substr(0, colon));
         if (colon != std::string_view::npos) {
             port_text = authority.substr(colon + 1);
             has_port = true;
@@ -139,7 +134,7 @@ Result<HostPort> parse_host_port(std::string_view text) {
     if (!text.empty() && text[0] == '[') {
         size_t close = text.find(']');
         if (close == std::string_view::npos) return fail("unclosed '[' (expected \"[::]:13135\")");
-        hp.host = lower(text.substr(1, close - 1));
+        hp.host = text::lower(text.substr(1, close - 1));
         if (!is_ipv6(hp.host)) return fail("\"" + hp.host + "\" is not an IPv6 address");
         if (close + 1 >= text.size() || text[close + 1] != ':') {
             return fail("missing :port after the address (expected \"[::]:13135\")");
@@ -155,9 +150,12 @@ Result<HostPort> parse_host_port(std::string_view text) {
             return fail("an IPv6 address needs brackets, e.g. \"[::]:13135\"");
         }
         if (hp.host.empty()) return fail("missing host (use 0.0.0.0 for every interface)");
-        if (!is_ipv4(hp.host)) {
-            return fail("\"" + hp.host + "\" is not an IP address (names are not resolved here)");
+        // A name is resolved when listening; what looks like a dotted quad must be one.
+        const bool numeric = hp.host.find_first_not_of("0123456789.") == std::string::npos;
+        if (numeric ? !is_ipv4(hp.host) : !is_host_name(hp.host)) {
+            return fail("\"" + hp.host + "\" is not an IP address or a host name");
         }
+        if (!numeric) hp.host = text::lower(hp.host);
         port_text = text.substr(colon + 1);
     }
     auto port = parse_port(port_text);
@@ -167,7 +165,7 @@ Result<HostPort> parse_host_port(std::string_view text) {
 }
 
 bool is_loopback_host(std::string_view host) {
-    std::string h = lower(host);
+    std::string h = text::lower(host);
     if (h == "localhost") return true;
     in_addr a4{};
     if (inet_pton(AF_INET, h.c_str(), &a4) == 1) {
@@ -180,13 +178,4 @@ bool is_loopback_host(std::string_view host) {
     return false;
 }
 
-std::vector<Url> effective_download_prefixes(const Config& cfg) {
-    if (!cfg.update.allowed_download_prefixes.empty()) return cfg.update.allowed_download_prefixes;
-    if (!cfg.server.endpoint) return {};
-    Url u = *cfg.server.endpoint;
-    u.scheme = u.secure() ? "https" : "http";
-    u.path = "/artifacts/";
-    return {u};
-}
-
-}  // namespace myr::config
+}  // namespace myr

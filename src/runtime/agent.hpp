@@ -1,0 +1,23 @@
+// The updater.yaml → OpAMP agent wiring: the runtime decides what the agent is told, so opamp/
+// needs nothing of the configuration model.
+#pragma once
+
+#include <uv.h>
+
+#include <memory>
+#include <string>
+
+#include "config/config.hpp"
+#include "loop/scheduler.hpp"
+#include "opamp/agent.hpp"
+
+namespace myr::runtime {
+
+// An Agent for `cfg` (server.*, collector.stateDir, supervisor.storageDir) on `loop` and `sched`,
+// with the WebSocket transport. `status` and `installer` must outlive it. Fails when
+// server.endpoint is missing or the instance uid cannot be loaded or created.
+[[nodiscard]] Result<std::unique_ptr<opamp::Agent>> make_agent(
+    uv_loop_t* loop, loop::Scheduler& sched, const config::Config& cfg, std::string service_version,
+    opamp::StatusProvider& status, opamp::Installer& installer);
+
+}  // namespace myr::runtime

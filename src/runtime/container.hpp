@@ -1,0 +1,106 @@
+// Container mode's composition root (spec "Process model"; docs/pid1.md): everything PID 1 owns
+// for the life of the process, and the order of events from start to exit.
+//
+// Owned here, built in this order and torn down in reverse before the loop is closed: the
+// scheduler, the signal watchers, the reaper, the heartbeat and the probe server, the child
+// service, the open volume and journal (kept after start-up: the installer works on them), the
+// status the agent reports, and the OpAMP agent. Host mode will reuse the same shape with another
+// ServiceController.
+//
+// Stages; start-up is the first three, each one asynchronous step with one completion:
+//
+// clang-format off
+//   stage          event                                  next
+//   recovering     volume opened and recovered            probing_image
+//   recovering     recovery failed                        stopping, exit 1
+//   probing_image  `seedBinary --version` answered        seeding (a failure is an input too)
+//   seeding        seeded                                 running: child started, agent started
+//   seeding        seeding failed                         stopping, exit 1
+//   running        the child service gave up              stopping, exit 1
+//   any            TERM or INT                            stopping (a second one changes nothing)
+//   stopping       critical section over; child and       the loop ends; run() returns the code
+//                  agent stopped
+// clang-format on
+//
+// A completion that arrives in `stopping` is dropped; one that arrives after the runtime is gone
+// (a seed still copying when a TERM ended the loop finishes while the loop is closed) touches
+// nothing but its own job.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "health/probe_server.hpp"
+#include "health/probes.hpp"
+#include "journal/seed.hpp"
+#include "loop/loop.hpp"
+#include "loop/uv_scheduler.hpp"
+#include "opamp/agent.hpp"
+#include "opamp/providers.hpp"
+#include "proc/reaper.hpp"
+#include "runtime/startup.hpp"
+#include "runtime/status.hpp"
+#include "service/child_service.hpp"
+#include "service/service_controller.hpp"
+
+namespace myr::runtime {
+
+class ContainerRuntime {
+  public:
+    ContainerRuntime(loop::Loop& loop, const config::Config& cfg, std::string version);
+    ~ContainerRuntime();
+    ContainerRuntime(const ContainerRuntime&) = delete;
+    ContainerRuntime& operator=(const ContainerRuntime&) = delete;
+
+    // Runs the container until the shutdown is complete; returns the exit code (0 after TERM or
+    // INT, 1 after a failed start or a crash loop). An error: the process could not even be set
+    // up (signals, reaper, probe listener).
+    [[nodiscard]] Result<int> run();
+
+  private:
+    enum class Stage { recovering, probing_image, seeding, running, stopping };
+
+    [[nodiscard]] Status install_signals();
+    [[nodiscard]] Status start_probes();
+    void enter(Stage s);
+    void recovered(Result<SharedVolume> r);
+    void probed(journal::SeedInput in);
+    void seeded(Result<journal::SeedOutcome> r);
+    void start_agent();
+    void forward(int sig);
+    void fail_start(const Error& e);
+    void shut_down(const std::string& why);
+
+    loop::Loop& loop_;
+    const config::Config& cfg_;
+    std::string version_;
+    loop::UvScheduler sched_;
+    std::vector<std::unique_ptr<loop::SignalWatcher>> signals_;
+    proc::Reaper reaper_;
+    health::Heartbeat heartbeat_;
+    service::ChildService child_;
+    health::Readiness readiness_;
+    std::unique_ptr<health::ProbeServer> probes_;
+    SharedVolume volume_;
+    journal::SeedInput seed_input_;
+    CollectorStatus status_;
+    // Until the update pipeline lands: every offered package is answered InstallFailed.
+    opamp::UnavailableInstaller installer_;
+    std::unique_ptr<opamp::Agent> agent_;
+    // The installer replaces this with its own when it lands.
+    std::unique_ptr<service::CriticalSection> critical_ =
+        std::make_unique<service::NoCriticalSection>();
+    Stage stage_ = Stage::recovering;
+    int pending_stops_ = 0;
+    int exit_code_ = 0;
+    loop::Guard guard_;
+};
+
+// Runs container mode on a fresh loop and returns the exit code (or why it could not start); the
+// loop is closed (what is still on the work queue finishes first) before it returns.
+[[nodiscard]] Result<int> run_container(const config::Config& cfg, const std::string& version);
+
+}  // namespace myr::runtime

@@ -1,0 +1,99 @@
+#include "runtime/startup.hpp"
+
+#include "core/log.hpp"
+
+namespace myr::runtime {
+namespace {
+
+// Blocks: runs on the work queue.
+Result<SharedVolume> open_and_recover(const std::string& install_dir, const std::string& binary,
+                                      const std::string& state_dir) {
+    auto vol = store::Volume::open(install_dir, binary);
+    if (!vol) return vol.fail("volume " + install_dir);
+    auto j = journal::Journal::open(state_dir);
+    if (!j) return j.fail("state directory " + state_dir);
+    auto opened =
+        std::make_shared<OpenVolume>(OpenVolume{std::move(vol.value()), std::move(j.value())});
+    auto rec = journal::recover(opened->store, opened->journal);
+    if (!rec) return rec.fail("recovery");
+    return opened;
+}
+
+}  // namespace
+
+void recover(loop::Scheduler& sched, const config::Config& cfg,
+             std::function<void(Result<SharedVolume>)> done) {
+    log::info("volume: recovering",
+              {{"install_dir", cfg.collector.install_dir}, {"state_dir", cfg.collector.state_dir}});
+    // Written by the job, read by `done` after libuv's completion callback (a happens-before edge).
+    struct Job {
+        std::string install_dir, binary, state_dir;
+        std::optional<Result<SharedVolume>> result;
+    };
+    auto job = std::make_shared<Job>();
+    job->install_dir = cfg.collector.install_dir;
+    job->binary = cfg.collector.binary;
+    job->state_dir = cfg.collector.state_dir;
+    sched.post_work(
+        [job] {
+            job->result.emplace(open_and_recover(job->install_dir, job->binary, job->state_dir));
+        },
+        [job, done = std::move(done)](bool cancelled) {
+            if (cancelled) return done(fail(Errc::cancelled, "recovery: cancelled by shutdown"));
+            done(std::move(*job->result));
+        });
+}
+
+void probe_image(proc::Reaper& reaper, loop::Scheduler& sched, const config::Config& cfg,
+                 std::function<void(journal::SeedInput)> done) {
+    journal::SeedInput in;
+    in.image_path = cfg.container->seed_binary;
+    in.policy = cfg.container->seed_policy == config::SeedPolicy::image ? store::SeedPolicy::image
+                                                                        : store::SeedPolicy::newest;
+    in.keep_versions = cfg.collector.keep_versions;
+    proc::CaptureOptions opts;
+    opts.timeout = kSeedVersionTimeout;
+    proc::run_capture(reaper, sched, {in.image_path, "--version"}, opts,
+                      [in, done = std::move(done)](Result<proc::Captured> r) mutable {
+                          if (!r) {
+                              in.version_ok = false;
+                              log::warn("seed: image binary --version failed",
+                                        {{"path", in.image_path}, {"error", r.error().message()}});
+                          } else {
+                              in.version_output = r->output;
+                              in.version_ok = r->exit_code() == 0;
+                              if (!in.version_ok) {
+                                  log::warn("seed: image binary --version exited with an error",
+                                            {{"path", in.image_path},
+                                             {"exit_code", r->exit_code()},
+                                             {"output", r->output.substr(0, 200)}});
+                              }
+                          }
+                          done(std::move(in));
+                      });
+}
+
+void seed(loop::Scheduler& sched, SharedVolume volume, journal::SeedInput in,
+          std::function<void(Result<journal::SeedOutcome>)> done) {
+    struct Job {
+        SharedVolume volume;
+        journal::SeedInput in;
+        std::optional<Result<journal::SeedOutcome>> result;
+    };
+    auto job = std::make_shared<Job>(Job{std::move(volume), std::move(in), std::nullopt});
+    sched.post_work(
+        [job] {
+            auto r = journal::seed(job->volume->store, job->volume->journal, job->in);
+            if (r) {
+                job->result.emplace(std::move(r));
+            } else {
+                job->result.emplace(r.fail("seed"));
+            }
+        },
+        [job, done = std::move(done)](bool cancelled) {
+            if (cancelled) return done(fail(Errc::cancelled, "seed: cancelled by shutdown"));
+            done(std::move(*job->result));
+        });
+}
+
+}  // namespace myr::runtime

@@ -1,0 +1,47 @@
+// The asynchronous steps of container start-up (spec "Seeding and precedence"; docs/volume.md),
+// one per runtime stage: recovery and seeding block on the volume, so they run on the work queue
+// and the loop keeps beating (/healthz stays green during a long seed); `seedBinary --version`
+// runs through the reaper (a PID 1 must collect that child too) with a timeout, so a hanging image
+// binary cannot hang the start. Each step answers once, on the loop.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "config/config.hpp"
+#include "core/result.hpp"
+#include "journal/journal.hpp"
+#include "journal/recover.hpp"
+#include "journal/seed.hpp"
+#include "loop/scheduler.hpp"
+#include "proc/reaper.hpp"
+#include "store/volume.hpp"
+
+namespace myr::runtime {
+
+inline constexpr Duration kSeedVersionTimeout = std::chrono::seconds(30);
+
+// The collector volume and the journal in the state directory, open from recovery to exit: the
+// installer works on both. Shared with the work-queue jobs that use them, which may still be
+// running when a TERM has ended the loop and the runtime is gone.
+struct OpenVolume {
+    store::Volume store;
+    journal::Journal journal;
+};
+using SharedVolume = std::shared_ptr<OpenVolume>;
+
+// Opens the volume and the state directory and runs journal recovery (which logs what it did).
+void recover(loop::Scheduler& sched, const config::Config& cfg,
+             std::function<void(Result<SharedVolume>)> done);
+
+// Runs `seedBinary --version`. Its outcome is an input of the seeding decision either way (a
+// failure is a row of the precedence table, not an error of the start).
+void probe_image(proc::Reaper& reaper, loop::Scheduler& sched, const config::Config& cfg,
+                 std::function<void(journal::SeedInput)> done);
+
+// The seeding decision, and the copy when the image wins (journal::seed logs the decision).
+void seed(loop::Scheduler& sched, SharedVolume volume, journal::SeedInput in,
+          std::function<void(Result<journal::SeedOutcome>)> done);
+
+}  // namespace myr::runtime

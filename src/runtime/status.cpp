@@ -1,0 +1,53 @@
+#include "runtime/status.hpp"
+
+namespace myr::runtime {
+namespace {
+
+uint64_t unix_nano(WallTime t) {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+}
+
+}  // namespace
+
+CollectorStatus::CollectorStatus(const Clock& clock, service::ChildService& child)
+    : clock_(clock), child_(child) {
+    health_.healthy = false;
+    health_.status = "starting: preparing the collector volume";
+    health_.status_time_unix_nano = unix_nano(clock_.wall());
+    child_.on_change([this] { child_changed(); });
+}
+
+void CollectorStatus::set_versions(const Versions& v) {
+    versions_ = v;
+    if (on_change_) on_change_();
+}
+
+void CollectorStatus::follow() {
+    following_ = true;
+    child_changed();
+}
+
+void CollectorStatus::child_changed() {
+    if (!following_) return;
+    service::State state = child_.state();
+    pid_t pid = child_.pid();
+    if (reported_ && state == last_state_ && pid == last_pid_) return;
+    bool was_running = reported_ && last_state_ == service::State::running;
+    reported_ = true;
+    last_state_ = state;
+    last_pid_ = pid;
+    uint64_t now = unix_nano(clock_.wall());
+    health_.healthy = state == service::State::running;
+    health_.status = "supervisor " + child_.describe();
+    health_.status_time_unix_nano = now;
+    if (health_.healthy && (!was_running || health_.start_time_unix_nano == 0)) {
+        health_.start_time_unix_nano = now;
+    }
+    if (was_running && !health_.healthy) {
+        health_.last_error = "supervisor ended: " + child_.describe();
+    }
+    if (on_change_) on_change_();
+}
+
+}  // namespace myr::runtime

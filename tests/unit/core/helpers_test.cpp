@@ -1,0 +1,90 @@
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "core/file.hpp"
+#include "core/hex.hpp"
+#include "core/random.hpp"
+#include "core/text.hpp"
+#include "harness.hpp"
+
+using namespace myr;
+
+TEST_CASE("hex: encodes lower case and decodes either case, exactly") {
+    const uint8_t b[] = {0x00, 0x0f, 0xa5, 0xff};
+    CHECK(hex::encode(b, sizeof b) == "000fa5ff");
+    uint8_t out[4] = {};
+    CHECK(hex::decode("000FA5ff", out, 4));
+    CHECK(std::equal(out, out + 4, b));
+    CHECK_FALSE(hex::decode("000fa5f", out, 4));   // odd length
+    CHECK_FALSE(hex::decode("000fa5fg", out, 4));  // not a digit
+    CHECK(hex::digit('G') == -1);
+}
+
+TEST_CASE("random: bytes differ between calls and the unit value stays in [0, 1)") {
+    uint8_t a[16] = {}, b[16] = {};
+    random_bytes(a, sizeof a);
+    random_bytes(b, sizeof b);
+    CHECK_FALSE(std::equal(a, a + 16, b));
+    for (int i = 0; i < 1000; ++i) {
+        double u = random_unit();
+        CHECK(u >= 0.0);
+        CHECK(u < 1.0);
+    }
+}
+
+TEST_CASE("text: trim and lower") {
+    CHECK(text::trim("  \ttoken\r\n") == "token");
+    CHECK(text::trim(" \n ").empty());
+    CHECK(text::lower("Example.COM:443") == "example.com:443");
+}
+
+TEST_CASE("file: open_regular follows a symlink but refuses a FIFO and a directory") {
+    test::TempDir dir;
+    test::write_file(dir / "token", "secret\n");
+    REQUIRE(::symlink((dir / "token").c_str(), (dir / "link").c_str()) == 0);
+    REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    auto fd = open_regular(dir / "link");
+    REQUIRE(fd);
+    auto text = read_bounded(fd->get(), 100);
+    REQUIRE(text);
+    CHECK(*text == "secret\n");
+    auto fifo = open_regular(dir / "fifo");  // must not block waiting for a writer
+    REQUIRE_FALSE(fifo);
+    CHECK(fifo.error().message().find("not a regular file (FIFO)") != std::string::npos);
+    CHECK(fifo.error().sys_errno() == EINVAL);
+    auto d = open_regular(dir.path());
+    REQUIRE_FALSE(d);
+    CHECK(d.error().message().find("directory") != std::string::npos);
+    auto missing = open_regular(dir / "missing");
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().sys_errno() == ENOENT);
+}
+
+TEST_CASE("file: read_bounded refuses more than the limit") {
+    test::TempDir dir;
+    test::write_file(dir / "big", std::string(101, 'x'));
+    auto fd = open_regular(dir / "big");
+    REQUIRE(fd);
+    auto text = read_bounded(fd->get(), 100);
+    REQUIRE_FALSE(text);
+    CHECK(text.error().message() == "larger than 100 bytes");
+    CHECK(text.error().sys_errno() == EFBIG);
+}
+
+TEST_CASE("error: a code by domain survives the context chain; errno errors are system errors") {
+    Error e(Errc::integrity, "SHA-256 differs");
+    Error chained = e.context("stage").context("activate 0.116.0");
+    CHECK(chained.message() == "activate 0.116.0: stage: SHA-256 differs");
+    CHECK(chained.code() == Errc::integrity);
+    CHECK(Error::from_errno("write", ENOSPC).code() == Errc::system);
+    CHECK(Error::from_errno("write", ENOSPC).sys_errno() == ENOSPC);
+    CHECK(Error("plain").code() == Errc::unknown);
+    Result<int> r = fail(Errc::timeout, "no data received for 60s");
+    Status st = r.fail("download");
+    CHECK(st.error().code() == Errc::timeout);
+    CHECK(std::string(to_string(Errc::cancelled)) == "cancelled");
+}

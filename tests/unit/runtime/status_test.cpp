@@ -1,0 +1,82 @@
+// What the agent is told about the collector, driven by the child service's change events (no
+// sampling timer): on the fake scheduler and fake processes.
+#include "runtime/status.hpp"
+
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include "loop/fake_scheduler.hpp"
+#include "proc/fake_processes.hpp"
+
+using namespace myr;
+using namespace std::chrono_literals;
+using proc::FakeProcesses;
+
+namespace {
+
+struct Rig {
+    loop::FakeScheduler sched;
+    FakeProcesses procs;
+    service::ChildService child;
+    runtime::CollectorStatus status;
+    int changes = 0;
+
+    Rig() : child(procs, sched, settings()), status(sched, child) {
+        status.on_change([this] { ++changes; });
+    }
+    static service::ChildSettings settings() {
+        service::ChildSettings s;
+        s.command = {"/supervisor"};
+        s.restart = {2s, 5, 10min};
+        return s;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("collector status: says the volume is being prepared until the child is followed") {
+    Rig rig;
+    auto h = rig.status.health();
+    CHECK_FALSE(h.healthy);
+    CHECK(h.status == "starting: preparing the collector volume");
+    rig.status.set_versions({"0.116.0", "0.116.0", ""});
+    CHECK(rig.changes == 1);
+    CHECK(rig.status.image_collector_version() == "0.116.0");
+    // The child's events are ignored until follow().
+    rig.child.start([](Status) {});
+    rig.sched.run_pending();
+    CHECK(rig.changes == 1);
+    rig.status.follow();
+    CHECK(rig.changes == 2);
+    h = rig.status.health();
+    CHECK(h.healthy);
+    CHECK(h.status == "supervisor child running (pid " + std::to_string(rig.child.pid()) + ")");
+    CHECK(h.start_time_unix_nano == h.status_time_unix_nano);
+}
+
+TEST_CASE("collector status: an end and a restart are reported when they happen, nothing between") {
+    Rig rig;
+    rig.child.start([](Status) {});
+    rig.status.follow();
+    rig.sched.run_pending();
+    const int after_start = rig.changes;
+    const uint64_t started = rig.status.health().start_time_unix_nano;
+
+    rig.sched.advance(5s);
+    rig.procs.end(rig.child.pid(), FakeProcesses::exited(1));
+    rig.sched.run_pending();
+    CHECK(rig.changes == after_start + 1);
+    auto h = rig.status.health();
+    CHECK_FALSE(h.healthy);
+    CHECK(h.status == "supervisor child not running: restarting in 2s");
+    CHECK(h.last_error == "supervisor ended: child not running: restarting in 2s");
+
+    rig.sched.advance(2s);  // restarted
+    CHECK(rig.changes == after_start + 2);
+    h = rig.status.health();
+    CHECK(h.healthy);
+    CHECK(h.start_time_unix_nano > started);
+
+    rig.sched.advance(1h);  // an unchanged child never produces a report
+    CHECK(rig.changes == after_start + 2);
+}
