@@ -6,8 +6,8 @@
 
 #include "core/log.hpp"
 #include "fsx/fd.hpp"
+#include "hash/sha256.hpp"
 #include "store/activate.hpp"
-#include "verify/sha256.hpp"
 
 namespace myr::journal {
 namespace {
@@ -35,9 +35,9 @@ Result<fsx::UniqueFd> open_image(const std::string& path) {
 
 Result<std::string> hash_image(int fd, const std::string& path) {
     if (::lseek(fd, 0, SEEK_SET) < 0) return fail_errno("seek " + path);
-    auto d = verify::sha256_fd(fd);
+    auto d = hash::sha256_fd(fd);
     if (!d) return d.fail("hash " + path);
-    return verify::to_hex(*d);
+    return hash::to_hex(*d);
 }
 
 void log_outcome(const SeedOutcome& o, const std::string& image_path) {

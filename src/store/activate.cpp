@@ -14,7 +14,7 @@
 #include "fsx/copy.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
-#include "verify/sha256.hpp"
+#include "hash/sha256.hpp"
 #include "version/version.hpp"
 
 namespace myr::store {
@@ -65,13 +65,13 @@ std::string default_previous(const Active& a, const std::string& version) {
 Status stage_copy(const Volume& vol, const Staging& st, int image_fd, std::string* sha,
                   uint64_t* size) {
     if (::lseek(image_fd, 0, SEEK_SET) < 0) return fail_errno("seek image binary");
-    verify::Sha256 h;
+    hash::Sha256 h;
     MYR_TRY(point("store.activate.copy.before"), "stage");
     auto copied = fsx::copy_file_atomic(image_fd, st.fd.get(), vol.binary(), 0755,
                                         [&h](const uint8_t* d, size_t n) { h.update(d, n); });
     if (!copied) return copied.fail("copy to .staging/" + st.id + "/" + vol.binary());
     MYR_TRY(point("store.activate.copy.after"), "stage");
-    *sha = verify::to_hex(h.finish());
+    *sha = hash::to_hex(h.finish());
     *size = *copied;
     return {};
 }
@@ -86,9 +86,9 @@ Status stage_adopt(const Volume& vol, const Staging& st, std::string* sha, uint6
     if (::fsync(bin->get()) != 0) return fail_errno(where + ": fsync");
     MYR_TRY(fsx::fsync_dir(st.fd.get()), where);
     MYR_TRY(point("store.activate.adopt.after"), "stage");
-    auto digest = verify::sha256_fd(bin->get(), size);
+    auto digest = hash::sha256_fd(bin->get(), size);
     if (!digest) return digest.fail(where + ": hash");
-    *sha = verify::to_hex(*digest);
+    *sha = hash::to_hex(*digest);
     return {};
 }
 
@@ -196,9 +196,9 @@ Result<Activation> activate(const Volume& vol, const ActivateRequest& req, const
     if ((req.image_fd >= 0) == !req.staged_id.empty()) {
         return fail(ctx + ": give either an image file or a staging id");
     }
-    auto expected = verify::digest_from_hex(req.expected_sha256);
+    auto expected = hash::digest_from_hex(req.expected_sha256);
     if (!expected) return expected.fail(ctx + ": expected hash");
-    const std::string expected_hex = verify::to_hex(*expected);
+    const std::string expected_hex = hash::to_hex(*expected);
 
     auto now_active = active(vol);
     if (!now_active) return now_active.fail(ctx);

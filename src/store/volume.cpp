@@ -10,7 +10,7 @@
 #include "core/log.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
-#include "verify/sha256.hpp"
+#include "hash/sha256.hpp"
 #include "version/version.hpp"
 
 namespace myr::store {
@@ -104,9 +104,9 @@ Result<Marker> check_intact(const Volume& vol, const std::string& version) {
         return fail(bin_path + ": size " + std::to_string(st.st_size) + " differs from marker " +
                     std::to_string(marker->size));
     }
-    auto digest = verify::sha256_fd(bin->get());
+    auto digest = hash::sha256_fd(bin->get());
     if (!digest) return digest.fail(bin_path + ": hash");
-    if (verify::to_hex(*digest) != marker->sha256) {
+    if (hash::to_hex(*digest) != marker->sha256) {
         return fail(bin_path + ": SHA-256 differs from the marker");
     }
     return std::move(*marker);

@@ -10,6 +10,9 @@
 
 namespace myr::verify {
 
+using hash::Digest;
+using hash::to_hex;
+
 namespace {
 
 Failure step(const char* name, const Error& e) {

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "harness.hpp"
+#include "hash/sha256.hpp"
 #include "journal/recover.hpp"
 #include "journal/seed.hpp"
 #include "store/activate.hpp"
-#include "verify/sha256.hpp"
 
 using namespace myr;
 using myr::test::TempDir;
@@ -32,7 +32,7 @@ struct Fixture {
         store::ActivateRequest req;
         req.version = version;
         req.image_fd = fd;
-        req.expected_sha256 = verify::to_hex(verify::sha256(bytes));
+        req.expected_sha256 = hash::to_hex(hash::sha256(bytes));
         auto r = store::activate(vol, req);
         ::close(fd);
         REQUIRE(r);

@@ -7,12 +7,12 @@
 
 #include "core/fault.hpp"
 #include "harness.hpp"
+#include "hash/sha256.hpp"
 #include "store/activate.hpp"
 #include "store/gc.hpp"
 #include "store/marker.hpp"
 #include "store/precedence.hpp"
 #include "store/volume.hpp"
-#include "verify/sha256.hpp"
 
 using namespace myr;
 using myr::test::TempDir;
@@ -20,7 +20,7 @@ using myr::test::TempDir;
 namespace {
 
 std::string hex(const std::string& bytes) {
-    return verify::to_hex(verify::sha256(bytes));
+    return hash::to_hex(hash::sha256(bytes));
 }
 
 struct Fixture {

@@ -1,4 +1,4 @@
-#include "verify/sha256.hpp"
+#include "hash/sha256.hpp"
 
 #include <fcntl.h>
 #include <mbedtls/sha256.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <vector>
 
-namespace myr::verify {
+namespace myr::hash {
 
 struct Sha256::Ctx {
     mbedtls_sha256_context c;
@@ -98,4 +98,4 @@ Result<Digest> digest_from_hex(std::string_view s) {
     return d;
 }
 
-}  // namespace myr::verify
+}  // namespace myr::hash

@@ -1,4 +1,4 @@
-#include "verify/sha256.hpp"
+#include "hash/sha256.hpp"
 
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 
 #include "harness.hpp"
 
-using namespace myr::verify;
+using namespace myr::hash;
 
 TEST_CASE("sha256: known vectors") {
     CHECK(to_hex(sha256("abc")) ==
@@ -17,7 +17,8 @@ TEST_CASE("sha256: known vectors") {
 TEST_CASE("sha256: a file hashed in chunks equals the one-shot digest of its content") {
     myr::test::TempDir tmp;
     std::string content;
-    for (uint64_t i = 0; content.size() < 3 * 1024 * 1024 + 17; ++i) content += std::to_string(i * 7919);
+    for (uint64_t i = 0; content.size() < 3 * 1024 * 1024 + 17; ++i)
+        content += std::to_string(i * 7919);
     myr::test::write_file(tmp / "f", content);
     uint64_t size = 0;
     auto d = sha256_file(tmp / "f", &size);

@@ -1,6 +1,7 @@
-// SHA-256, incremental and over files. The file functions stream in fixed-size chunks, so memory
-// stays flat whatever the size; they block, so callers on the event loop run them on the work
-// queue.
+// SHA-256, incremental and over files: a primitive of its own, so that the store and the journal
+// use it without depending on the Sigstore code in verify/. The file functions stream in
+// fixed-size chunks, so memory stays flat whatever the size; they block, so callers on the event
+// loop run them on the work queue.
 #pragma once
 
 #include <array>
@@ -12,7 +13,7 @@
 
 #include "core/result.hpp"
 
-namespace myr::verify {
+namespace myr::hash {
 
 using Digest = std::array<uint8_t, 32>;
 
@@ -44,4 +45,4 @@ std::string to_hex(const Digest& d);
 // Parses 64 hex digits (either case).
 Result<Digest> digest_from_hex(std::string_view hex);
 
-}  // namespace myr::verify
+}  // namespace myr::hash
