@@ -5,31 +5,162 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
+
+#include "hash/sha256_blocks.hpp"
 
 namespace myr::hash {
 
-struct Sha256::Ctx {
-    mbedtls_sha256_context c;
-};
+namespace detail {
 
-Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
-    mbedtls_sha256_init(&ctx_->c);
-    mbedtls_sha256_starts_ret(&ctx_->c, 0);
+// mbedTLS 2.28 exposes its block function and the context's state (3.x makes the field private;
+// then this fallback would keep a whole mbedtls_sha256_context instead).
+void blocks_mbedtls(uint32_t state[8], const uint8_t* data, size_t blocks) {
+    mbedtls_sha256_context c;
+    mbedtls_sha256_init(&c);
+    std::memcpy(c.state, state, sizeof c.state);
+    for (; blocks > 0; --blocks, data += 64) (void)mbedtls_internal_sha256_process(&c, data);
+    std::memcpy(state, c.state, sizeof c.state);
+    mbedtls_sha256_free(&c);
 }
 
-Sha256::~Sha256() {
-    mbedtls_sha256_free(&ctx_->c);
+#if !defined(__x86_64__)
+bool cpu_has_x86_sha() {
+    return false;
+}
+void blocks_x86_sha(uint32_t*, const uint8_t*, size_t) {
+    std::abort();
+}
+#endif
+#if !defined(__aarch64__)
+bool cpu_has_arm_sha2() {
+    return false;
+}
+void blocks_arm_sha2(uint32_t*, const uint8_t*, size_t) {
+    std::abort();
+}
+#endif
+
+}  // namespace detail
+
+namespace {
+
+detail::BlockFn compress_fn(Backend b) {
+    switch (b) {
+        case Backend::mbedtls:
+            return detail::blocks_mbedtls;
+        case Backend::x86_sha:
+            return detail::blocks_x86_sha;
+        case Backend::arm_sha2:
+            return detail::blocks_arm_sha2;
+    }
+    return detail::blocks_mbedtls;
+}
+
+}  // namespace
+
+const char* to_string(Backend b) {
+    switch (b) {
+        case Backend::mbedtls:
+            return "mbedtls";
+        case Backend::x86_sha:
+            return "x86-sha";
+        case Backend::arm_sha2:
+            return "armv8-sha2";
+    }
+    return "mbedtls";
+}
+
+bool supported(Backend b) {
+    switch (b) {
+        case Backend::mbedtls:
+            return true;
+        case Backend::x86_sha:
+            return detail::cpu_has_x86_sha();
+        case Backend::arm_sha2:
+            return detail::cpu_has_arm_sha2();
+    }
+    return false;
+}
+
+Backend fastest_backend() {
+    // Decided once; a function-local static is initialised thread-safely, and the work queue
+    // hashes on several threads.
+    static const Backend chosen = [] {
+        for (Backend b : {Backend::x86_sha, Backend::arm_sha2}) {
+            if (supported(b)) return b;
+        }
+        return Backend::mbedtls;
+    }();
+    return chosen;
+}
+
+Sha256::Sha256() : Sha256(fastest_backend()) {}
+
+Sha256::Sha256(Backend b) : compress_(compress_fn(b)) {
+    if (!supported(b)) {
+        std::fprintf(stderr, "sha256: backend %s is not supported on this CPU\n", to_string(b));
+        std::abort();
+    }
+    reset();
+}
+
+void Sha256::reset() {
+    // FIPS 180-4, 5.3.3: the first 32 bits of the fractional parts of the square roots of the
+    // first eight primes.
+    static constexpr uint32_t kInit[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                          0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    std::memcpy(state_, kInit, sizeof state_);
+    total_ = 0;
+    buffered_ = 0;
 }
 
 void Sha256::update(const void* data, size_t len) {
-    mbedtls_sha256_update_ret(&ctx_->c, static_cast<const unsigned char*>(data), len);
+    const auto* p = static_cast<const uint8_t*>(data);
+    total_ += len;
+    if (buffered_ > 0) {
+        size_t take = len < 64 - buffered_ ? len : 64 - buffered_;
+        std::memcpy(buffer_ + buffered_, p, take);
+        buffered_ += take;
+        p += take;
+        len -= take;
+        if (buffered_ < 64) return;
+        compress_(state_, buffer_, 1);
+        buffered_ = 0;
+    }
+    // Whole blocks straight from the caller's memory: no copy on the bulk path.
+    if (len >= 64) {
+        size_t blocks = len / 64;
+        compress_(state_, p, blocks);
+        p += blocks * 64;
+        len -= blocks * 64;
+    }
+    if (len > 0) {
+        std::memcpy(buffer_, p, len);
+        buffered_ = len;
+    }
 }
 
 Digest Sha256::finish() {
+    // FIPS 180-4, 5.1.1: a 1 bit, zeros up to 56 mod 64 bytes, the message length in bits as a
+    // 64-bit big-endian number.
+    const uint64_t bits = total_ * 8;
+    uint8_t pad[72] = {0x80};
+    size_t zeros_to = buffered_ < 56 ? 56 : 120;
+    size_t n = zeros_to - buffered_;
+    for (int i = 0; i < 8; ++i) pad[n + i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
+    update(pad, n + 8);
     Digest d{};
-    mbedtls_sha256_finish_ret(&ctx_->c, d.data());
-    mbedtls_sha256_starts_ret(&ctx_->c, 0);
+    for (int i = 0; i < 8; ++i) {
+        d[4 * i] = static_cast<uint8_t>(state_[i] >> 24);
+        d[4 * i + 1] = static_cast<uint8_t>(state_[i] >> 16);
+        d[4 * i + 2] = static_cast<uint8_t>(state_[i] >> 8);
+        d[4 * i + 3] = static_cast<uint8_t>(state_[i]);
+    }
+    reset();
     return d;
 }
 
@@ -44,6 +175,8 @@ Result<Digest> sha256_fd(int fd, uint64_t* size_out) {
     // to keep the resident set flat.
     constexpr size_t kChunk = 256 * 1024;
     std::vector<unsigned char> buf(kChunk);
+    // A larger read-ahead window when the file comes from disk; a hint only.
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     Sha256 h;
     uint64_t total = 0;
     for (;;) {
