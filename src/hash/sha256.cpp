@@ -4,6 +4,7 @@
 #include <mbedtls/sha256.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +48,8 @@ void blocks_arm_sha2(uint32_t*, const uint8_t*, size_t) {
 }  // namespace detail
 
 namespace {
+
+std::atomic<uint64_t> g_bytes_hashed{0};
 
 detail::BlockFn compress_fn(Backend b) {
     switch (b) {
@@ -119,7 +122,11 @@ void Sha256::reset() {
 }
 
 void Sha256::update(const void* data, size_t len) {
-    const auto* p = static_cast<const uint8_t*>(data);
+    g_bytes_hashed.fetch_add(len, std::memory_order_relaxed);
+    absorb(static_cast<const uint8_t*>(data), len);
+}
+
+void Sha256::absorb(const uint8_t* p, size_t len) {
     total_ += len;
     if (buffered_ > 0) {
         size_t take = len < 64 - buffered_ ? len : 64 - buffered_;
@@ -152,7 +159,7 @@ Digest Sha256::finish() {
     size_t zeros_to = buffered_ < 56 ? 56 : 120;
     size_t n = zeros_to - buffered_;
     for (int i = 0; i < 8; ++i) pad[n + i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
-    update(pad, n + 8);
+    absorb(pad, n + 8);
     Digest d{};
     for (int i = 0; i < 8; ++i) {
         d[4 * i] = static_cast<uint8_t>(state_[i] >> 24);
@@ -164,31 +171,89 @@ Digest Sha256::finish() {
     return d;
 }
 
+uint64_t bytes_hashed() {
+    return g_bytes_hashed.load(std::memory_order_relaxed);
+}
+
 Digest sha256(std::string_view data) {
     Sha256 h;
     h.update(data);
     return h.finish();
 }
 
+namespace {
+
+// 256 KiB: large enough that syscall overhead is negligible next to hashing, small enough to keep
+// the resident set flat (and the buffer in the L2 cache while it is hashed).
+constexpr size_t kChunk = 256 * 1024;
+
+ssize_t read_some(int fd, uint8_t* p, size_t n) {
+    for (;;) {
+        ssize_t r = ::read(fd, p, n);
+        if (r >= 0 || errno != EINTR) return r;
+    }
+}
+
+// Reads until `n` bytes or the end of the file; false on a read error.
+bool read_full(int fd, uint8_t* p, size_t n, size_t* got) {
+    *got = 0;
+    while (*got < n) {
+        ssize_t r = read_some(fd, p + *got, n - *got);
+        if (r < 0) return false;
+        if (r == 0) break;
+        *got += static_cast<size_t>(r);
+    }
+    return true;
+}
+
+}  // namespace
+
 Result<Digest> sha256_fd(int fd, uint64_t* size_out) {
-    // 256 KiB: large enough that syscall overhead is negligible next to hashing, small enough
-    // to keep the resident set flat.
-    constexpr size_t kChunk = 256 * 1024;
-    std::vector<unsigned char> buf(kChunk);
+    std::vector<uint8_t> buf(kChunk);
     // A larger read-ahead window when the file comes from disk; a hint only.
     (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     Sha256 h;
     uint64_t total = 0;
     for (;;) {
-        ssize_t n = ::read(fd, buf.data(), buf.size());
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return fail_errno("read");
-        }
+        ssize_t n = read_some(fd, buf.data(), buf.size());
+        if (n < 0) return fail_errno("read");
         if (n == 0) break;
         h.update(buf.data(), static_cast<size_t>(n));
         total += static_cast<uint64_t>(n);
     }
+    if (size_out) *size_out = total;
+    return h.finish();
+}
+
+Result<Digest> sha256_fd_twin(int fd, int twin_fd, bool* same, uint64_t* size_out) {
+    std::vector<uint8_t> buf(2 * kChunk);
+    uint8_t* mine = buf.data();
+    uint8_t* theirs = buf.data() + kChunk;
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    (void)::posix_fadvise(twin_fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    Sha256 h;
+    uint64_t total = 0;
+    // Stays true while every byte of the twin so far matched; the twin is not read any further
+    // once it did not (nor when reading it fails: the caller then hashes it on its own and meets
+    // the error there, where it belongs).
+    bool equal = true;
+    for (;;) {
+        ssize_t n = read_some(fd, mine, kChunk);
+        if (n < 0) return fail_errno("read");
+        if (n == 0) break;
+        h.update(mine, static_cast<size_t>(n));
+        total += static_cast<uint64_t>(n);
+        if (equal) {
+            size_t got = 0;
+            equal = read_full(twin_fd, theirs, static_cast<size_t>(n), &got) &&
+                    got == static_cast<size_t>(n) && std::memcmp(mine, theirs, got) == 0;
+        }
+    }
+    if (equal) {
+        size_t got = 0;
+        equal = read_full(twin_fd, theirs, 1, &got) && got == 0;  // the twin ends here too
+    }
+    *same = equal;
     if (size_out) *size_out = total;
     return h.finish();
 }

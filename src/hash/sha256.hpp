@@ -39,6 +39,7 @@ class Sha256 {
 
   private:
     void reset();
+    void absorb(const uint8_t* p, size_t len);
 
     void (*compress_)(uint32_t state[8], const uint8_t* data, size_t blocks);
     uint32_t state_[8];
@@ -49,8 +50,16 @@ class Sha256 {
 
 Digest sha256(std::string_view data);
 
+// Bytes fed to every Sha256 of this process so far: lets tests check that a start hashes each
+// binary once (a relaxed counter; it costs one add per update).
+uint64_t bytes_hashed();
+
 // Reads `fd` from its current offset to the end. `size_out`, when given, receives the byte count.
 Result<Digest> sha256_fd(int fd, uint64_t* size_out = nullptr);
+// sha256_fd for a file expected to hold the same bytes as another: reads `twin_fd` (from its
+// current offset) in the same pass and compares, so that two equal files cost one hash. `same`
+// says whether `twin_fd` held exactly the bytes of `fd`; when false, its hash is still unknown.
+Result<Digest> sha256_fd_twin(int fd, int twin_fd, bool* same, uint64_t* size_out = nullptr);
 // Opens `path` (following symlinks; callers that must not follow open the fd themselves).
 Result<Digest> sha256_file(const std::string& path, uint64_t* size_out = nullptr);
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "core/log.hpp"
+#include "fsx/dir.hpp"
 #include "fsx/fd.hpp"
 #include "hash/sha256.hpp"
 #include "store/activate.hpp"
@@ -40,6 +41,13 @@ Result<std::string> hash_image(int fd, const std::string& path) {
     return hash::to_hex(*d);
 }
 
+// Whether versions/<version> exists, so that an activation might reuse it (an error reading the
+// directory says yes: the activation then decides).
+bool may_reuse(const store::Volume& vol, const std::string& version) {
+    auto st = fsx::stat_at(vol.versions_fd(), version);
+    return !st || st->has_value();
+}
+
 void log_outcome(const SeedOutcome& o, const std::string& image_path) {
     log::info(o.activated ? "seed: image version activated" : "seed: active version kept",
               {{"rule", store::to_string(o.rule)},
@@ -56,10 +64,23 @@ void log_outcome(const SeedOutcome& o, const std::string& image_path) {
 Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedInput& in) {
     MYR_TRY(require_no_journal(journal, "seed"), "seed");
     SeedOutcome out;
-    auto act = store::active(vol);
+    auto x = in.version_ok ? store::version_from_output(in.version_output) : std::nullopt;
+
+    // Every binary is hashed at most once. Under policy image with the image's version active,
+    // both the active binary (intact?) and the image (still the active one?) need hashing: when
+    // they hold the same bytes, one pass over both answers both (store::active with the image).
+    fsx::UniqueFd image;
+    std::string image_sha;
+    if (x && in.policy == config::SeedPolicy::image) {
+        auto named = store::current_target(vol);
+        if (named && *named == *x) {
+            auto fd = open_image(in.image_path);
+            if (fd) image = std::move(*fd);  // else opened (and its failure reported) below
+        }
+    }
+    auto act = image ? store::active(vol, image.get(), &image_sha) : store::active(vol);
     if (!act) return act.fail("seed");
 
-    auto x = in.version_ok ? store::version_from_output(in.version_output) : std::nullopt;
     if (!x) {
         std::string why = in.version_ok ? "no version in `" + in.image_path + " --version` output"
                                         : "`" + in.image_path + " --version` failed";
@@ -76,12 +97,12 @@ Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedI
     }
     out.image_version = *x;
 
-    fsx::UniqueFd image;
-    std::string image_sha;
-    if (store::needs_image_hash(in.policy, *x, *act)) {
-        auto fd = open_image(in.image_path);
-        if (!fd) return fd.fail("seed");
-        image = std::move(*fd);
+    if (store::needs_image_hash(in.policy, *x, *act) && image_sha.empty()) {
+        if (!image) {
+            auto fd = open_image(in.image_path);
+            if (!fd) return fd.fail("seed");
+            image = std::move(*fd);
+        }
         auto h = hash_image(image.get(), in.image_path);
         if (!h) return h.fail("seed");
         image_sha = *h;
@@ -101,8 +122,9 @@ Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedI
         if (!fd) return fd.fail("seed");
         image = std::move(*fd);
     }
-    if (image_sha.empty()) {
-        // The hash read before copying: the copy must reproduce it byte for byte.
+    if (image_sha.empty() && may_reuse(vol, *x)) {
+        // An intact versions/<X> with the image's bytes is reused instead of copied: that takes
+        // the image's hash first. Otherwise the copy hashes what it copies, in the same pass.
         auto h = hash_image(image.get(), in.image_path);
         if (!h) return h.fail("seed");
         image_sha = *h;
@@ -115,6 +137,7 @@ Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedI
     req.source = store::Source::image;
     req.image_fd = image.get();
     req.expected_sha256 = image_sha;
+    req.known_active = &*act;
     auto journaled = [&](store::Step s) -> Status {
         rec.phase = store::to_string(s);
         return journal.write(rec);

@@ -5,7 +5,9 @@
 #include "hash/sha256.hpp"
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <mbedtls/sha256.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -38,6 +40,14 @@ Digest with(Backend b, const uint8_t* p, size_t n) {
     h.update(p, n);
     return h.finish();
 }
+
+struct OpenFile {
+    explicit OpenFile(const std::string& path) : fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+        REQUIRE(fd >= 0);
+    }
+    ~OpenFile() { ::close(fd); }
+    int fd;
+};
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
     std::mt19937 rng(seed);
@@ -205,4 +215,35 @@ TEST_CASE("sha256: hex in and out") {
     CHECK(*digest_from_hex(upper) == d);
     CHECK_FALSE(digest_from_hex(to_hex(d).substr(1)).ok());
     CHECK_FALSE(digest_from_hex(to_hex(d).substr(1) + "g").ok());
+}
+
+TEST_CASE("sha256: a twin file is compared in the same pass as the file is hashed") {
+    myr::test::TempDir tmp;
+    const auto bytes = random_bytes(700 * 1024 + 3, 4);  // more than two read chunks
+    const std::string content(bytes.begin(), bytes.end());
+    myr::test::write_file(tmp / "f", content);
+    const Digest want = sha256(content);
+    auto twin_of = [&](const std::string& twin_content) {
+        myr::test::write_file(tmp / "twin", twin_content);
+        OpenFile a(tmp / "f"), b(tmp / "twin");
+        bool same = true;
+        uint64_t size = 0;
+        const uint64_t before = bytes_hashed();
+        auto d = sha256_fd_twin(a.fd, b.fd, &same, &size);
+        REQUIRE(d.ok());
+        CHECK(*d == want);  // always the file's own digest
+        CHECK(size == content.size());
+        CHECK(bytes_hashed() - before == content.size());  // the twin is compared, not hashed
+        return same;
+    };
+    CHECK(twin_of(content));
+    std::string last = content;
+    last.back() ^= 1;
+    CHECK_FALSE(twin_of(last));
+    std::string middle = content;
+    middle[300 * 1024] ^= 0x80;
+    CHECK_FALSE(twin_of(middle));
+    CHECK_FALSE(twin_of(content + "x"));
+    CHECK_FALSE(twin_of(content.substr(0, content.size() - 1)));
+    CHECK_FALSE(twin_of(""));
 }
