@@ -5,7 +5,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "verify/sha256.hpp"
+#include "hash/sha256.hpp"
 #include "verify/sigstore.hpp"
 #include "verify/trusted_root.hpp"
 
@@ -40,7 +40,7 @@ int cmd_verify(const std::vector<std::string>& argv) {
     if (!root_text) return runtime_error(root_text.error().context("verify: trusted root"));
     auto bundle_text = verify::read_small_file(bundle_path, verify::kMaxBundleBytes);
     if (!bundle_text) return runtime_error(bundle_text.error().context("verify: bundle"));
-    auto digest = verify::sha256_file(artifact);
+    auto digest = hash::sha256_file(artifact);
     if (!digest) return runtime_error(digest.error().context("verify: artifact"));
 
     auto root = verify::parse_trusted_root(*root_text);
@@ -52,7 +52,7 @@ int cmd_verify(const std::vector<std::string>& argv) {
         return 1;
     }
     std::printf("verified: %s %s %s\n", result->subject.c_str(), result->issuer.c_str(),
-                verify::to_hex(*digest).c_str());
+                hash::to_hex(*digest).c_str());
     return 0;
 }
 

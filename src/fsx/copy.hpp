@@ -13,7 +13,7 @@
 
 namespace myr::fsx {
 
-// Sees every chunk as it is written, in order (the store hashes with verify::Sha256 through it).
+// Sees every chunk as it is written, in order (the store hashes with hash::Sha256 through it).
 using ChunkObserver = std::function<void(const uint8_t* data, size_t len)>;
 
 // Copies `src_fd` from its current offset to its end into `dst_fd` at its current offset. Without

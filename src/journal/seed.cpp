@@ -6,8 +6,8 @@
 
 #include "core/file.hpp"
 #include "core/log.hpp"
+#include "hash/sha256.hpp"
 #include "store/activate.hpp"
-#include "verify/sha256.hpp"
 
 namespace myr::journal {
 namespace {
@@ -24,9 +24,16 @@ Status require_no_journal(const Journal& journal, const char* what) {
 
 Result<std::string> hash_image(int fd, const std::string& path) {
     if (::lseek(fd, 0, SEEK_SET) < 0) return fail_errno("seek " + path);
-    auto d = verify::sha256_fd(fd);
+    auto d = hash::sha256_fd(fd);
     if (!d) return d.fail("hash " + path);
-    return verify::to_hex(*d);
+    return hash::to_hex(*d);
+}
+
+// Whether versions/<version> exists, so that an activation might reuse it (an error reading the
+// directory says yes: the activation then decides).
+bool may_reuse(const store::Volume& vol, const std::string& version) {
+    auto st = fsx::stat_at(vol.versions_fd(), version);
+    return !st || st->has_value();
 }
 
 void log_outcome(const SeedOutcome& o, const std::string& image_path) {
@@ -45,10 +52,23 @@ void log_outcome(const SeedOutcome& o, const std::string& image_path) {
 Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedInput& in) {
     MYR_TRY(require_no_journal(journal, "seed"), "seed");
     SeedOutcome out;
-    auto act = store::active(vol);
+    auto x = in.version_ok ? store::version_from_output(in.version_output) : std::nullopt;
+
+    // Every binary is hashed at most once. Under policy image with the image's version active,
+    // both the active binary (intact?) and the image (still the active one?) need hashing: when
+    // they hold the same bytes, one pass over both answers both (store::active with the image).
+    UniqueFd image;
+    std::string image_sha;
+    if (x && in.policy == store::SeedPolicy::image) {
+        auto named = store::current_target(vol);
+        if (named && *named == *x) {
+            auto fd = open_regular(in.image_path);
+            if (fd) image = std::move(*fd);  // else opened (and its failure reported) below
+        }
+    }
+    auto act = image ? store::active(vol, image.get(), &image_sha) : store::active(vol);
     if (!act) return act.fail("seed");
 
-    auto x = in.version_ok ? store::version_from_output(in.version_output) : std::nullopt;
     if (!x) {
         std::string why = in.version_ok ? "no version in `" + in.image_path + " --version` output"
                                         : "`" + in.image_path + " --version` failed";
@@ -65,12 +85,12 @@ Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedI
     }
     out.image_version = *x;
 
-    UniqueFd image;
-    std::string image_sha;
-    if (store::needs_image_hash(in.policy, *x, *act)) {
-        auto fd = open_regular(in.image_path);
-        if (!fd) return fd.fail("seed");
-        image = std::move(*fd);
+    if (store::needs_image_hash(in.policy, *x, *act) && image_sha.empty()) {
+        if (!image) {
+            auto fd = open_regular(in.image_path);
+            if (!fd) return fd.fail("seed");
+            image = std::move(*fd);
+        }
         auto h = hash_image(image.get(), in.image_path);
         if (!h) return h.fail("seed");
         image_sha = *h;
@@ -90,8 +110,9 @@ Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedI
         if (!fd) return fd.fail("seed");
         image = std::move(*fd);
     }
-    if (image_sha.empty()) {
-        // The hash read before copying: the copy must reproduce it byte for byte.
+    if (image_sha.empty() && may_reuse(vol, *x)) {
+        // An intact versions/<X> with the image's bytes is reused instead of copied: that takes
+        // the image's hash first. Otherwise the copy hashes what it copies, in the same pass.
         auto h = hash_image(image.get(), in.image_path);
         if (!h) return h.fail("seed");
         image_sha = *h;
@@ -104,6 +125,7 @@ Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedI
     req.source = store::Source::image;
     req.image_fd = image.get();
     req.expected_sha256 = image_sha;
+    req.known_active = &*act;
     auto journaled = [&](store::Step s) -> Status {
         rec.phase = store::to_string(s);
         return journal.write(rec);

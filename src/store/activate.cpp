@@ -15,7 +15,7 @@
 #include "fsx/copy.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
-#include "verify/sha256.hpp"
+#include "hash/sha256.hpp"
 #include "version/version.hpp"
 
 namespace myr::store {
@@ -48,13 +48,13 @@ std::string default_previous(const Active& a, const std::string& version) {
 Status stage_copy(const Volume& vol, const Staging& st, int image_fd, std::string* sha,
                   uint64_t* size) {
     if (::lseek(image_fd, 0, SEEK_SET) < 0) return fail_errno("seek image binary");
-    verify::Sha256 h;
+    hash::Sha256 h;
     MYR_TRY(point("store.activate.copy.before"), "stage");
     auto copied = fsx::copy_file_atomic(image_fd, st.fd.get(), vol.binary(), 0755,
                                         [&h](const uint8_t* d, size_t n) { h.update(d, n); });
     if (!copied) return copied.fail("copy to .staging/" + st.id + "/" + vol.binary());
     MYR_TRY(point("store.activate.copy.after"), "stage");
-    *sha = verify::to_hex(h.finish());
+    *sha = hash::to_hex(h.finish());
     *size = *copied;
     return {};
 }
@@ -69,9 +69,9 @@ Status stage_adopt(const Volume& vol, const Staging& st, std::string* sha, uint6
     if (::fsync(bin->get()) != 0) return fail_errno(where + ": fsync");
     MYR_TRY(fsx::fsync_dir(st.fd.get()), where);
     MYR_TRY(point("store.activate.adopt.after"), "stage");
-    auto digest = verify::sha256_fd(bin->get(), size);
+    auto digest = hash::sha256_fd(bin->get(), size);
     if (!digest) return digest.fail(where + ": hash");
-    *sha = verify::to_hex(*digest);
+    *sha = hash::to_hex(*digest);
     return {};
 }
 
@@ -178,11 +178,14 @@ Result<Activation> activate(const Volume& vol, const ActivateRequest& req, const
     if ((req.image_fd >= 0) == !req.staged_id.empty()) {
         return fail(ctx + ": give either an image file or a staging id");
     }
-    auto expected = verify::digest_from_hex(req.expected_sha256);
-    if (!expected) return expected.fail(ctx + ": expected hash");
-    const std::string expected_hex = verify::to_hex(*expected);
+    std::string expected_hex;  // "" only for an image file taken as it is
+    if (req.image_fd < 0 || !req.expected_sha256.empty()) {
+        auto expected = hash::digest_from_hex(req.expected_sha256);
+        if (!expected) return expected.fail(ctx + ": expected hash");
+        expected_hex = hash::to_hex(*expected);
+    }
 
-    auto now_active = active(vol);
+    auto now_active = req.known_active ? Result<Active>(*req.known_active) : active(vol);
     if (!now_active) return now_active.fail(ctx);
     Activation out;
     out.was_active = now_active->version;
@@ -196,7 +199,13 @@ Result<Activation> activate(const Volume& vol, const ActivateRequest& req, const
     m.previous_version = previous;
     m.installed_at = format_rfc3339(wall_now());
 
-    auto existing = check_intact(vol, req.version);
+    // Without an expected hash nothing can be reused: no need to hash versions/<version>. When it
+    // is the active version, active() has just checked it: no need to hash it a second time.
+    const bool active_is_it = now_active->state == Active::State::intact &&
+                              now_active->version == req.version && now_active->marker;
+    auto existing = expected_hex.empty() ? Result<Marker>(fail("no expected hash"))
+                    : active_is_it       ? Result<Marker>(*now_active->marker)
+                                         : check_intact(vol, req.version);
     out.reused = existing.ok() && existing->sha256 == expected_hex;
 
     MYR_TRY(announce(hook, Step::stage), ctx);
@@ -237,9 +246,8 @@ Result<Activation> activate(const Volume& vol, const ActivateRequest& req, const
             } else {
                 MYR_TRY(stage_adopt(vol, st, &sha, &size), "stage");
             }
-            if (sha != expected_hex) {
-                return fail(Errc::integrity,
-                            "stage: SHA-256 " + sha + " differs from the expected " + expected_hex);
+            if (!expected_hex.empty() && sha != expected_hex) {
+                return fail(Errc::integrity, "stage: SHA-256 " + sha + " differs from the expected " + expected_hex);
             }
             m.sha256 = sha;
             m.size = size;

@@ -55,7 +55,13 @@ struct ActivateRequest {
     // directory that already holds `<binary>` (an extracted update).
     int image_fd = -1;
     std::string staged_id;
-    std::string expected_sha256;  // lower-case hex; the copy or staged file must match it
+    // Lower-case hex; the copy or staged file must match it. May be empty with `image_fd`: the
+    // bytes copied then are the version, and an existing directory of it is never reused (seeding
+    // hashes the image beforehand only when such a directory exists, to reuse it).
+    std::string expected_sha256;
+    // The caller's active() from just before, when it has one: the active binary is then not
+    // hashed a second time. The store has a single writer, so nothing changed in between.
+    const Active* known_active = nullptr;
     // previousVersion for the marker; by default the version active now (when intact and different
     // from `version`; for a re-activation of the same version, that marker's previousVersion).
     std::optional<std::string> previous_version;

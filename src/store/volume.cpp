@@ -10,7 +10,7 @@
 #include "core/log.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
-#include "verify/sha256.hpp"
+#include "hash/sha256.hpp"
 #include "version/version.hpp"
 
 namespace myr::store {
@@ -72,7 +72,16 @@ Result<Volume> Volume::open(const std::string& install_dir, const std::string& b
     return v;
 }
 
-Result<Marker> check_intact(const Volume& vol, const std::string& version) {
+namespace {
+
+// A version directory that passed every check of check_intact but the hash.
+struct Candidate {
+    Marker marker;
+    UniqueFd bin;
+    std::string bin_path;  // for messages
+};
+
+Result<Candidate> open_candidate(const Volume& vol, const std::string& version) {
     if (!version::is_canonical(version)) return fail("not a canonical version name: " + version);
     auto dir = fsx::open_dir_at(vol.versions_fd(), version);
     if (!dir) return dir.fail("versions/" + version);
@@ -97,12 +106,48 @@ Result<Marker> check_intact(const Volume& vol, const std::string& version) {
         return fail(Errc::integrity, bin_path + ": size " + std::to_string(st.st_size) +
                                          " differs from marker " + std::to_string(marker->size));
     }
-    auto digest = verify::sha256_fd(bin->get());
-    if (!digest) return digest.fail(bin_path + ": hash");
-    if (verify::to_hex(*digest) != marker->sha256) {
-        return fail(Errc::integrity, bin_path + ": SHA-256 differs from the marker");
+    return Candidate{std::move(*marker), std::move(*bin), bin_path};
+}
+
+Result<Marker> accept_if(Candidate& c, const hash::Digest& digest) {
+    if (hash::to_hex(digest) != c.marker.sha256) {
+        return fail(Errc::integrity, c.bin_path + ": SHA-256 differs from the marker");
     }
-    return std::move(*marker);
+    return std::move(c.marker);
+}
+
+Result<Marker> hash_and_accept(Candidate& c) {
+    auto digest = hash::sha256_fd(c.bin.get());
+    if (!digest) return digest.fail(c.bin_path + ": hash");
+    return accept_if(c, *digest);
+}
+
+// check_intact, hashing `image_fd` on the way (see active(vol, image_fd, …)).
+Result<Marker> check_intact_beside(const Volume& vol, const std::string& version, int image_fd,
+                                   std::string* image_sha256) {
+    auto c = open_candidate(vol, version);
+    if (!c) return c.fail();
+    struct stat st {};
+    if (::fstat(image_fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == c->marker.size &&
+        ::lseek(image_fd, 0, SEEK_SET) == 0) {
+        bool same = false;
+        auto image = hash::sha256_fd_twin(image_fd, c->bin.get(), &same);
+        // A failed read of the image is left to the caller, which hashes the image itself then.
+        if (image) {
+            *image_sha256 = hash::to_hex(*image);
+            if (same) return accept_if(*c, *image);
+        }
+        if (::lseek(c->bin.get(), 0, SEEK_SET) != 0) return fail_errno(c->bin_path + ": seek");
+    }
+    return hash_and_accept(*c);
+}
+
+}  // namespace
+
+Result<Marker> check_intact(const Volume& vol, const std::string& version) {
+    auto c = open_candidate(vol, version);
+    if (!c) return c.fail();
+    return hash_and_accept(*c);
 }
 
 bool intact(const Volume& vol, const std::string& version) {
@@ -123,6 +168,10 @@ Result<std::string> current_target(const Volume& vol) {
 }
 
 Result<Active> active(const Volume& vol) {
+    return active(vol, -1, nullptr);
+}
+
+Result<Active> active(const Volume& vol, int image_fd, std::string* image_sha256) {
     Active a;
     auto st = fsx::stat_at(vol.root_fd(), "current");
     if (!st) return st.fail("stat current");
@@ -146,7 +195,8 @@ Result<Active> active(const Volume& vol) {
         return a;
     }
     a.version = name;
-    auto marker = check_intact(vol, name);
+    auto marker = image_fd >= 0 ? check_intact_beside(vol, name, image_fd, image_sha256)
+                                : check_intact(vol, name);
     if (!marker) {
         a.reason = marker.error().message();
         return a;

@@ -59,6 +59,12 @@ const char* to_string(Active::State s);
 // missing or symlinked directory, a bad marker, a changed binary) give `broken` with a reason; only
 // I/O errors on the volume itself are errors.
 [[nodiscard]] Result<Active> active(const Volume& vol);
+// active() for seeding under policy image, which needs the SHA-256 of the image binary too when the
+// image's version is active. When the active binary holds the image's bytes (the pod restarted on
+// the same image), the two are read in one pass and hashed once; otherwise each is hashed on its
+// own. `image_sha256` receives the image's hash (hex) when it was computed on the way; it stays
+// as it was when `current` names no version with a readable marker of the image's size.
+[[nodiscard]] Result<Active> active(const Volume& vol, int image_fd, std::string* image_sha256);
 
 // The version named by `current` without any check ("" when absent or not of the expected form).
 [[nodiscard]] Result<std::string> current_target(const Volume& vol);

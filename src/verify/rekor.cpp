@@ -10,6 +10,10 @@
 
 namespace myr::verify {
 
+using hash::Digest;
+using hash::digest_from_hex;
+using hash::Sha256;
+
 Result<const LogKey*> find_log(const std::vector<LogKey>& logs, const Bytes& log_id, int64_t t) {
     bool known = false, unbounded = false;
     for (const LogKey& k : logs) {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "hash/sha256.hpp"
 #include "verify/bundle.hpp"
-#include "verify/sha256.hpp"
 #include "verify/trusted_root.hpp"
 
 namespace myr::verify {
@@ -21,8 +21,9 @@ namespace myr::verify {
 [[nodiscard]] Status verify_signed_entry_timestamp(const TlogEntry& entry, const LogKey& log);
 
 // Recomputes the root from the leaf (the canonicalized body) and the proof's hashes.
-[[nodiscard]] Result<Digest> inclusion_root(const Bytes& leaf, uint64_t index, uint64_t tree_size,
-                                            const std::vector<Bytes>& hashes);
+[[nodiscard]] Result<hash::Digest> inclusion_root(const Bytes& leaf, uint64_t index,
+                                                  uint64_t tree_size,
+                                                  const std::vector<Bytes>& hashes);
 [[nodiscard]] Status verify_inclusion_proof(const TlogEntry& entry);
 
 // The checkpoint (a signed note) must carry a valid signature by `log` and commit to the proof's
@@ -31,6 +32,7 @@ namespace myr::verify {
 
 // hashedrekord 0.0.1: the body names the artifact digest, the bundle signature and the leaf.
 [[nodiscard]] Status check_hashedrekord_body(const TlogEntry& entry, const Bundle& bundle,
-                                             const Digest& artifact_sha256, const Bytes& leaf_der);
+                                             const hash::Digest& artifact_sha256,
+                                             const Bytes& leaf_der);
 
 }  // namespace myr::verify

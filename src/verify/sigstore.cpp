@@ -10,6 +10,9 @@
 
 namespace myr::verify {
 
+using hash::Digest;
+using hash::to_hex;
+
 namespace {
 
 // A verification step that did not pass: the artifact is not proven (Errc::integrity).

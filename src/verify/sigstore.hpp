@@ -12,8 +12,8 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "hash/sha256.hpp"
 #include "verify/bundle.hpp"
-#include "verify/sha256.hpp"
 #include "verify/trusted_root.hpp"
 
 namespace myr::verify {
@@ -36,10 +36,10 @@ struct Verified {
 // bundle, identity policy, certificate, tlog entry, SET, inclusion proof, checkpoint,
 // certificate chain, SCT, artifact, tlog body, signature, identity.
 [[nodiscard]] Result<Verified> verify_bundle(const TrustedRoot& root, std::string_view bundle_json,
-                                             const Digest& artifact_sha256,
+                                             const hash::Digest& artifact_sha256,
                                              const Identity& identity);
 [[nodiscard]] Result<Verified> verify_bundle(const TrustedRoot& root, const Bundle& bundle,
-                                             const Digest& artifact_sha256,
+                                             const hash::Digest& artifact_sha256,
                                              const Identity& identity);
 
 }  // namespace myr::verify

@@ -16,6 +16,7 @@
 namespace {
 
 using namespace myr::verify;
+using namespace myr::hash;
 
 // Public test data: the public-good trusted root shipped with the sigstore-conformance suite.
 constexpr std::string_view kPublicGoodRoot =

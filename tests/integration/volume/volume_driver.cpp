@@ -36,13 +36,13 @@
 #include "fsx/copy.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
+#include "hash/sha256.hpp"
 #include "journal/journal.hpp"
 #include "journal/recover.hpp"
 #include "journal/seed.hpp"
 #include "store/activate.hpp"
 #include "store/gc.hpp"
 #include "store/volume.hpp"
-#include "verify/sha256.hpp"
 
 using namespace myr;
 
@@ -271,9 +271,9 @@ Status do_activate(const Args& a, const store::Volume& vol, journal::Journal& j)
     if (!src) return fail_errno("open " + file);
     std::string sha = a.get("sha256");
     if (sha.empty()) {
-        auto d = verify::sha256_fd(src.get());
+        auto d = hash::sha256_fd(src.get());
         if (!d) return d.fail("hash " + file);
-        sha = verify::to_hex(*d);
+        sha = hash::to_hex(*d);
     }
     auto from = store::current_target(vol);
     if (!from) return from.fail();

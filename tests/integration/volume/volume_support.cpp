@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "verify/sha256.hpp"
+#include "hash/sha256.hpp"
 
 namespace myr::test {
 
@@ -83,9 +83,9 @@ std::string fake_otelcol() {
 }
 
 std::string sha256_hex_of(const std::string& path) {
-    auto d = verify::sha256_file(path);
+    auto d = hash::sha256_file(path);
     if (!d) throw std::runtime_error("hash " + path + ": " + d.error().message());
-    return verify::to_hex(*d);
+    return hash::to_hex(*d);
 }
 
 Volume::Volume() {
@@ -135,7 +135,7 @@ std::string Volume::state() const {
 
 namespace {
 
-void digest_dir(const std::string& root, const std::string& rel, verify::Sha256& h) {
+void digest_dir(const std::string& root, const std::string& rel, hash::Sha256& h) {
     std::string path = rel.empty() ? root : root + "/" + rel;
     DIR* d = ::opendir(path.c_str());
     if (!d) return;
@@ -166,9 +166,9 @@ void digest_dir(const std::string& root, const std::string& rel, verify::Sha256&
 }  // namespace
 
 std::string tree_digest(const std::string& dir) {
-    verify::Sha256 h;
+    hash::Sha256 h;
     digest_dir(dir, "", h);
-    return verify::to_hex(h.finish());
+    return hash::to_hex(h.finish());
 }
 
 std::vector<std::string> invariant_violations(const Json& state, const std::string& reported,

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "harness.hpp"
+#include "hash/sha256.hpp"
 #include "journal/recover.hpp"
 #include "journal/seed.hpp"
 #include "store/activate.hpp"
-#include "verify/sha256.hpp"
 
 using namespace myr;
 using myr::test::TempDir;
@@ -32,7 +32,7 @@ struct Fixture {
         store::ActivateRequest req;
         req.version = version;
         req.image_fd = fd;
-        req.expected_sha256 = verify::to_hex(verify::sha256(bytes));
+        req.expected_sha256 = hash::to_hex(hash::sha256(bytes));
         auto r = store::activate(vol, req);
         ::close(fd);
         REQUIRE(r);
@@ -220,4 +220,73 @@ TEST_CASE("gc: protects what the journal names and refuses with a corrupt journa
     CHECK(test::exists(f.dir + "/versions/0.114.0"));
     test::write_file(f.state + "/journal.json", "corrupt");
     CHECK_FALSE(journal::gc(f.vol, f.j, 0));
+}
+
+namespace {
+
+// Seeds from an image file holding `bytes` that reports `version`; returns the outcome and how
+// many bytes were hashed on the way.
+struct Seeded {
+    journal::SeedOutcome outcome;
+    uint64_t hashed = 0;
+};
+Seeded seed_from(Fixture& f, const std::string& version, const std::string& bytes,
+                 config::SeedPolicy policy) {
+    journal::SeedInput in;
+    in.image_path = f.tmp / "image";
+    test::write_file(in.image_path, bytes, 0755);
+    in.version_output = "otelcol-contrib version " + version + "\n";
+    in.policy = policy;
+    const uint64_t before = hash::bytes_hashed();
+    auto r = journal::seed(f.vol, f.j, in);
+    REQUIRE_MESSAGE(r, r.error().message());
+    return {*r, hash::bytes_hashed() - before};
+}
+
+}  // namespace
+
+TEST_CASE("seed: every binary is hashed once at most, and equal ones once together") {
+    Fixture f;
+    const std::string old_bytes(256 * 1024 + 1, 'o');
+    const std::string new_bytes(320 * 1024 + 3, 'n');
+    f.activate("0.116.0", old_bytes);
+
+    SUBCASE("newest, the image's version active: the active binary only") {
+        auto s = seed_from(f, "0.116.0", old_bytes, config::SeedPolicy::newest);
+        CHECK_FALSE(s.outcome.activated);
+        CHECK(s.hashed == old_bytes.size());
+    }
+    SUBCASE("image, the image binary active: one pass for both") {
+        auto s = seed_from(f, "0.116.0", old_bytes, config::SeedPolicy::image);
+        CHECK_FALSE(s.outcome.activated);
+        CHECK(s.outcome.rule == store::Rule::image_policy_current);
+        CHECK(s.hashed == old_bytes.size());
+    }
+    SUBCASE("image, other bytes under the active version: image, active, then the copy") {
+        std::string changed = old_bytes;
+        changed[7] = 'x';
+        auto s = seed_from(f, "0.116.0", changed, config::SeedPolicy::image);
+        CHECK(s.outcome.activated);
+        CHECK(s.outcome.rule == store::Rule::image_policy);
+        CHECK(s.hashed == 3 * old_bytes.size());
+        CHECK(store::intact(f.vol, "0.116.0"));
+        CHECK(test::read_file(f.dir + "/versions/0.116.0/otelcol-contrib") == changed);
+    }
+    SUBCASE("newest, a newer image: the active binary, then the image while it is copied") {
+        auto s = seed_from(f, "0.117.0", new_bytes, config::SeedPolicy::newest);
+        CHECK(s.outcome.activated);
+        CHECK(s.outcome.previous_version == "0.116.0");
+        CHECK(s.hashed == old_bytes.size() + new_bytes.size());
+        CHECK(f.current() == "0.117.0");
+        CHECK(store::intact(f.vol, "0.117.0"));
+    }
+    SUBCASE("image, an older version still on the volume: its directory is reused, not copied") {
+        f.activate("0.117.0", new_bytes);
+        auto s = seed_from(f, "0.116.0", old_bytes, config::SeedPolicy::image);
+        CHECK(s.outcome.activated);
+        CHECK(s.outcome.reused);
+        // The active 0.117.0, the image (to know it may reuse), versions/0.116.0 (intact?).
+        CHECK(s.hashed == new_bytes.size() + 2 * old_bytes.size());
+        CHECK(f.current() == "0.116.0");
+    }
 }

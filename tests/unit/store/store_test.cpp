@@ -7,12 +7,12 @@
 
 #include "core/fault.hpp"
 #include "harness.hpp"
+#include "hash/sha256.hpp"
 #include "store/activate.hpp"
 #include "store/gc.hpp"
 #include "store/marker.hpp"
 #include "store/precedence.hpp"
 #include "store/volume.hpp"
-#include "verify/sha256.hpp"
 
 using namespace myr;
 using myr::test::TempDir;
@@ -20,7 +20,7 @@ using myr::test::TempDir;
 namespace {
 
 std::string hex(const std::string& bytes) {
-    return verify::to_hex(verify::sha256(bytes));
+    return hash::to_hex(hash::sha256(bytes));
 }
 
 struct Fixture {
@@ -342,6 +342,79 @@ TEST_CASE("active: current pointing anywhere but an intact versions/<v> is broke
     auto a = f.active();
     CHECK(a.state == store::Active::State::broken);
     CHECK_FALSE(a.reason.empty());
+}
+
+TEST_CASE("active beside the image: one pass hashes both when they hold the same bytes") {
+    Fixture f;
+    const std::string bytes(300 * 1024 + 5, 'b');
+    REQUIRE(f.activate("0.116.0", bytes));
+    const std::string image = f.tmp / "image";
+    auto run = [&](const std::string& image_bytes, std::string* sha, uint64_t* hashed) {
+        test::write_file(image, image_bytes, 0755);
+        int fd = ::open(image.c_str(), O_RDONLY | O_CLOEXEC);
+        REQUIRE(fd >= 0);
+        const uint64_t before = hash::bytes_hashed();
+        auto a = store::active(f.vol, fd, sha);
+        *hashed = hash::bytes_hashed() - before;
+        ::close(fd);
+        REQUIRE(a);
+        return *a;
+    };
+    std::string sha;
+    uint64_t hashed = 0;
+    SUBCASE("the same bytes: hashed once, both answered") {
+        auto a = run(bytes, &sha, &hashed);
+        CHECK(a.state == store::Active::State::intact);
+        CHECK(sha == hex(bytes));
+        CHECK(hashed == bytes.size());
+    }
+    SUBCASE("other bytes of the same size: each hashed on its own") {
+        std::string other = bytes;
+        other[1000] = 'c';
+        auto a = run(other, &sha, &hashed);
+        CHECK(a.state == store::Active::State::intact);
+        CHECK(sha == hex(other));
+        CHECK(hashed == 2 * bytes.size());
+    }
+    SUBCASE("the active binary changed like the image: equal, and still broken") {
+        std::string other = bytes;
+        other[0] = 'c';
+        test::write_file(f.bin("0.116.0"), other, 0755);
+        auto a = run(other, &sha, &hashed);
+        CHECK(a.state == store::Active::State::broken);
+        CHECK(a.reason.find("SHA-256 differs") != std::string::npos);
+        CHECK(sha == hex(other));
+        CHECK(hashed == bytes.size());
+    }
+    SUBCASE("an image of another size: not read here") {
+        auto a = run(bytes + "x", &sha, &hashed);
+        CHECK(a.state == store::Active::State::intact);
+        CHECK(sha.empty());
+        CHECK(hashed == bytes.size());
+    }
+}
+
+TEST_CASE("activate: reusing the active version does not hash it a second time") {
+    Fixture f;
+    const std::string bytes(200 * 1024, 'r');
+    REQUIRE(f.activate("0.116.0", bytes));
+    const std::string src = f.tmp / "again";
+    test::write_file(src, bytes, 0755);
+    int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    store::ActivateRequest req;
+    req.version = "0.116.0";
+    req.source = store::Source::update;
+    req.image_fd = fd;
+    req.expected_sha256 = hex(bytes);
+    const uint64_t before = hash::bytes_hashed();
+    auto again = store::activate(f.vol, req);
+    const uint64_t hashed = hash::bytes_hashed() - before;
+    ::close(fd);
+    REQUIRE(again);
+    CHECK(again->reused);
+    CHECK(again->marker.source == store::Source::update);
+    CHECK(hashed == bytes.size());  // active() only
 }
 
 TEST_CASE("active: a version directory that is a symlink is never followed") {

@@ -10,6 +10,7 @@
 #include <vector>
 
 using namespace myr::verify;
+using namespace myr::hash;
 
 namespace {
 

@@ -10,6 +10,7 @@
 #include "harness.hpp"
 
 using namespace myr::verify;
+using namespace myr::hash;
 
 namespace {
 
