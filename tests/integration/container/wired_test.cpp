@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
 #include <thread>
 
 #include "../opamp/opamp_support.hpp"
+#include "fault_trace.hpp"
 #include "wired_support.hpp"
 
 using namespace myr::test;
@@ -154,28 +154,20 @@ TEST_CASE("container: a crash at any step of seeding is recovered by the next st
     traced.env["MYRIARCH_FAULT_TRACE"] = trace;
     start_and_stop(rig, traced);
     REQUIRE(rig.violations("0.117.0").empty());
-    std::vector<std::string> points;
-    {
-        std::map<std::string, int> seen;
-        std::istringstream in(read_file(trace));
-        std::string line;
-        while (std::getline(in, line)) {
-            if (line.empty()) continue;
-            points.push_back(line + "@" + std::to_string(++seen[line]));
-        }
-    }
+    const std::vector<FaultPass> points = read_fault_trace(trace);
     MESSAGE("fault points passed by an upgrading seed: " << points.size());
     REQUIRE(points.size() >= 4);
     // Every point: a start is quick, so the whole sequence is affordable.
-    const std::vector<std::string>& chosen = points;
+    const std::vector<FaultPass>& chosen = points;
     std::string names;
-    for (const auto& p : chosen) names += p + " ";
+    for (const auto& p : chosen) names += label(p) + " ";
     MESSAGE("crashing at: " << names);
-    for (const std::string& p : chosen) {
+    for (const FaultPass& fp : chosen) {
+        const std::string p = label(fp);
         CAPTURE(p);
         restore();
         SpawnOptions crash;
-        crash.env["MYRIARCH_FAULT"] = p.substr(0, p.find('@')) + ":crash" + p.substr(p.find('@'));
+        crash.env["MYRIARCH_FAULT"] = crash_at(fp);
         {
             Updater u(rig, crash);
             int code = u.wait_exit(30s);
