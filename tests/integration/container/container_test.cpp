@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "harness.hpp"
+#include "updater_config.hpp"
 
 using namespace myr::test;
 
@@ -72,63 +73,32 @@ Tree descendants(pid_t pid) {
     return t;
 }
 
-std::string quote(const std::string& s) {
-    return "\"" + s + "\"";
+// The settings every test here starts from; each test changes what it is about. The container
+// seeds the collector volume before its child starts, so it needs an image binary that answers
+// --version: the stand-in collector as release 0.116.0.
+UpdaterConfig settings(TempDir& dir) {
+    std::string seed = dir / "seed-otelcol";
+    REQUIRE(run({"cp", env_path("MYRIARCH_FAKE_OTELCOL"), seed}).exit_code == 0);
+    std::string content = read_file(seed) + "\n#MYRIARCH-FAKE version=0.116.0\n";
+    write_file(seed, content, 0755);
+    UpdaterConfig c;
+    c.install_dir = dir / "install";
+    c.state_dir = dir / "state";
+    c.storage_dir = dir / "supervisor";
+    c.seed_binary = seed;
+    c.restart_delay = "200ms";
+    c.max_restarts = 5;
+    c.restart_window = "1m";
+    c.stop_timeout = "2s";
+    c.health_port = 0;  // probes disabled
+    return c;
 }
-
-struct Settings {
-    std::vector<std::string> command;
-    std::string restart_delay = "200ms";
-    int max_restarts = 5;
-    std::string restart_window = "1m";
-    std::string stop_timeout = "2s";
-    int health_port = 0;  // 0: probes disabled
-};
 
 // One running updater.
 class Updater {
   public:
-    Updater(TempDir& dir, const Settings& s, bool pid1) : pid1_(pid1) {
-        std::string cmd;
-        for (const auto& a : s.command) cmd += (cmd.empty() ? "" : ", ") + quote(a);
-        // The container seeds the collector volume before its child starts, so it needs an image
-        // binary that answers --version: the stand-in collector as release 0.116.0.
-        std::string seed = dir / "seed-otelcol";
-        REQUIRE(run({"cp", env_path("MYRIARCH_FAKE_OTELCOL"), seed}).exit_code == 0);
-        std::string content = read_file(seed) + "\n#MYRIARCH-FAKE version=0.116.0\n";
-        write_file(seed, content, 0755);
-        std::string yaml =
-            "server:\n  endpoint: ws://127.0.0.1:1/v1/opamp\n"
-            "update:\n  requireSignature: false\n"
-            "collector:\n  installDir: " +
-            dir / "install" + "\n  stateDir: " + dir / "state" +
-            "\n"
-            "supervisor:\n  storageDir: " +
-            dir / "supervisor" +
-            "\n"
-            "container:\n  supervisorCommand: [" +
-            cmd +
-            "]\n"
-            "  seedBinary: " +
-            seed +
-            "\n"
-            "  restartDelay: " +
-            s.restart_delay +
-            "\n"
-            "  maxRestarts: " +
-            std::to_string(s.max_restarts) +
-            "\n"
-            "  restartWindow: " +
-            s.restart_window +
-            "\n"
-            "  stopTimeout: " +
-            s.stop_timeout +
-            "\n"
-            "  healthListen: " +
-            (s.health_port ? quote("127.0.0.1:" + std::to_string(s.health_port))
-                           : std::string("\"\"")) +
-            "\n";
-        write_file(dir / "updater.yaml", yaml);
+    Updater(TempDir& dir, const UpdaterConfig& s, bool pid1) : pid1_(pid1) {
+        s.write(dir / "updater.yaml");
         std::vector<std::string> argv;
         if (pid1) argv = {"unshare", "--pid", "--fork", "--mount-proc"};
         argv.push_back(updater_bin());
@@ -181,13 +151,13 @@ bool can_run_pid1() {
 
 void zombie_test(bool pid1) {
     TempDir dir;
-    Settings s;
+    UpdaterConfig s = settings(dir);
     // The first run spawns 200 orphans and exits without waiting for them; the restart does not.
     std::string fake = fake_supervisor();
-    s.command = {"/bin/sh", "-c",
-                 "if [ ! -e " + dir / "once" + " ]; then touch " + dir / "once" + "; exec " + fake +
-                     " --orphans 200 --orphan-life 4000 --exit-after 300; else exec " + fake +
-                     "; fi"};
+    s.supervisor_command = {
+        "/bin/sh", "-c",
+        "if [ ! -e " + dir / "once" + " ]; then touch " + dir / "once" + "; exec " + fake +
+            " --orphans 200 --orphan-life 4000 --exit-after 300; else exec " + fake + "; fi"};
     s.restart_delay = "300ms";
     Updater u(dir, s, pid1);
     // The orphans come to the updater (PID 1, or subreaper): seen here as its descendants.
@@ -256,8 +226,8 @@ TEST_CASE("container as subreaper: 200 orphaned grandchildren are reaped, none l
 TEST_CASE("container: HUP, USR1 and USR2 reach the child; TERM stops it and exits 0") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {fake_supervisor(), "--signals-file", dir / "signals"};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor(), "--signals-file", dir / "signals"};
     Updater u(dir, s, true);
     REQUIRE(u.log_has("child started"));
     REQUIRE(wait_until(
@@ -283,8 +253,8 @@ TEST_CASE("container: HUP, USR1 and USR2 reach the child; TERM stops it and exit
 TEST_CASE("container: a second TERM during shutdown does not skip the stop sequence") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {fake_supervisor(), "--ignore-term", "--signals-file", dir / "signals"};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor(), "--ignore-term", "--signals-file", dir / "signals"};
     s.stop_timeout = "1500ms";
     Updater u(dir, s, true);
     REQUIRE(u.log_has("child started"));
@@ -304,8 +274,8 @@ TEST_CASE("container: a second TERM during shutdown does not skip the stop seque
 TEST_CASE("container: a child that ignores TERM is killed by SIGKILL after stopTimeout") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {fake_supervisor(), "--ignore-term", "--signals-file", dir / "signals"};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor(), "--ignore-term", "--signals-file", dir / "signals"};
     s.stop_timeout = "2s";
     const Millis stop_timeout = 2s;
     // On top of stopTimeout: the KILL, the reaping and the rest of the shutdown. The suite `timing`
@@ -342,8 +312,8 @@ TEST_CASE("container: a child that ignores TERM is killed by SIGKILL after stopT
 TEST_CASE("container: a crashing child restarts with growing delays, then the crash loop exits 1") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {fake_supervisor(), "--exit-after", "100", "--exit-code", "3"};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor(), "--exit-after", "100", "--exit-code", "3"};
     s.restart_delay = "200ms";
     s.max_restarts = 3;
     Updater u(dir, s, true);
@@ -361,8 +331,8 @@ TEST_CASE(
     "container: exec failure of a missing command is logged with errno and counts as a crash") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {dir / "no-such-supervisor"};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {dir / "no-such-supervisor"};
     s.max_restarts = 1;
     Updater u(dir, s, true);
     auto st = u.wait(30s);
@@ -378,11 +348,12 @@ TEST_CASE(
 TEST_CASE("container: probes follow the child through start, crash and restart") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {"/bin/sh", "-c",
-                 "if [ ! -e " + dir / "once" + " ]; then touch " + dir / "once" + "; exec " +
-                     fake_supervisor() + " --exit-after 1500 --exit-code 2; else exec " +
-                     fake_supervisor() + "; fi"};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {"/bin/sh", "-c",
+                            "if [ ! -e " + dir / "once" + " ]; then touch " + dir / "once" +
+                                "; exec " + fake_supervisor() +
+                                " --exit-after 1500 --exit-code 2; else exec " + fake_supervisor() +
+                                "; fi"};
     s.restart_delay = "2s";
     s.health_port = reserve_port();
     Updater u(dir, s, true);
@@ -411,8 +382,8 @@ TEST_CASE("container: probes follow the child through start, crash and restart")
 TEST_CASE("container: probes answer within 100 ms while slowloris clients hold connections") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {fake_supervisor()};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor()};
     s.health_port = reserve_port();
     Updater u(dir, s, true);
     int port = s.health_port;

@@ -17,12 +17,9 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "updater_config.hpp"
 
 namespace myr::test::wired {
-
-inline std::string quote(const std::string& s) {
-    return "\"" + s + "\"";
-}
 
 // The direct children of `pid` (every thread's list).
 inline std::vector<pid_t> children_of(pid_t pid) {
@@ -140,27 +137,18 @@ class Rig {
     }
 
     void configure(const std::string& seed_binary, const RigOptions& o = {}) {
-        std::string sup = env_path("MYRIARCH_FAKE_OPAMPSUPERVISOR");
-        std::string yaml = "server:\n  endpoint: " + o.endpoint +
-                           "\n"
-                           "update:\n  requireSignature: false\n"
-                           "collector:\n  installDir: " +
-                           install + "\n  stateDir: " + state +
-                           "\n"
-                           "supervisor:\n  storageDir: " +
-                           storage +
-                           "\n"
-                           "container:\n  supervisorCommand: [" +
-                           quote(sup) + ", \"--storage-dir\", " + quote(storage) +
-                           ", \"--signals-file\", " + quote(signals) +
-                           "]\n"
-                           "  seedBinary: " +
-                           seed_binary + "\n  seedPolicy: " + o.seed_policy +
-                           "\n"
-                           "  stopTimeout: 5s\n"
-                           "  healthListen: " +
-                           quote("127.0.0.1:" + std::to_string(health_port_)) + "\n";
-        write_file(dir / "updater.yaml", yaml);
+        UpdaterConfig c;
+        c.endpoint = o.endpoint;
+        c.install_dir = install;
+        c.state_dir = state;
+        c.storage_dir = storage;
+        c.supervisor_command = {env_path("MYRIARCH_FAKE_OPAMPSUPERVISOR"), "--storage-dir", storage,
+                                "--signals-file", signals};
+        c.seed_binary = seed_binary;
+        c.seed_policy = o.seed_policy;
+        c.stop_timeout = "5s";
+        c.health_port = health_port_;
+        c.write(config());
     }
 
     int health_port() const { return health_port_; }
