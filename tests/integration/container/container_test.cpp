@@ -1,11 +1,6 @@
-// The real binary as PID 1 of a new PID namespace (`unshare --pid --fork --mount-proc`) and, where
-// said, as a child subreaper, supervising the stand-in supervisor.
-//
-// unshare forks: the updater is unshare's only child, and a signal sent to unshare is not passed
-// on. The tests find the updater's pid as seen from here in /proc/<unshare>/task/*/children and
-// signal it directly (a PID 1 receives signals from an ancestor namespace for the handlers it set).
+// The real binary as PID 1 of a new PID namespace and, where said, as a child subreaper,
+// supervising the stand-in supervisor (the launcher: tests/support/pid1.hpp).
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -15,12 +10,13 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <optional>
 #include <regex>
 #include <sstream>
 
 #include "harness.hpp"
+#include "pid1.hpp"
+#include "updater_config.hpp"
 
 using namespace myr::test;
 
@@ -28,22 +24,6 @@ namespace {
 
 std::string fake_supervisor() {
     return env_path("MYRIARCH_FAKE_OPAMPSUPERVISOR");
-}
-
-// The direct children of `pid` (every thread's list).
-std::vector<pid_t> children_of(pid_t pid) {
-    std::vector<pid_t> out;
-    std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
-    DIR* d = ::opendir(task_dir.c_str());
-    if (d == nullptr) return out;
-    while (dirent* e = ::readdir(d)) {
-        if (e->d_name[0] == '.') continue;
-        std::ifstream f(task_dir + "/" + e->d_name + "/children");
-        pid_t c;
-        while (f >> c) out.push_back(c);
-    }
-    ::closedir(d);
-    return out;
 }
 
 char state_of(pid_t pid) {
@@ -72,124 +52,43 @@ Tree descendants(pid_t pid) {
     return t;
 }
 
-std::string quote(const std::string& s) {
-    return "\"" + s + "\"";
+// The settings every test here starts from; each test changes what it is about. The container
+// seeds the collector volume before its child starts, so it needs an image binary that answers
+// --version: the stand-in collector as release 0.116.0.
+UpdaterConfig settings(TempDir& dir) {
+    std::string seed = dir / "seed-otelcol";
+    REQUIRE(run({"cp", env_path("MYRIARCH_FAKE_OTELCOL"), seed}).exit_code == 0);
+    std::string content = read_file(seed) + "\n#MYRIARCH-FAKE version=0.116.0\n";
+    write_file(seed, content, 0755);
+    UpdaterConfig c;
+    c.install_dir = dir / "install";
+    c.state_dir = dir / "state";
+    c.storage_dir = dir / "supervisor";
+    c.seed_binary = seed;
+    c.restart_delay = "200ms";
+    c.max_restarts = 5;
+    c.restart_window = "1m";
+    c.stop_timeout = "2s";
+    c.health_port = 0;  // probes disabled
+    return c;
 }
 
-struct Settings {
-    std::vector<std::string> command;
-    std::string restart_delay = "200ms";
-    int max_restarts = 5;
-    std::string restart_window = "1m";
-    std::string stop_timeout = "2s";
-    int health_port = 0;  // 0: probes disabled
-};
-
-// One running updater.
-class Updater {
-  public:
-    Updater(TempDir& dir, const Settings& s, bool pid1) : pid1_(pid1) {
-        std::string cmd;
-        for (const auto& a : s.command) cmd += (cmd.empty() ? "" : ", ") + quote(a);
-        // The container seeds the collector volume before its child starts, so it needs an image
-        // binary that answers --version: the stand-in collector as release 0.116.0.
-        std::string seed = dir / "seed-otelcol";
-        REQUIRE(run({"cp", env_path("MYRIARCH_FAKE_OTELCOL"), seed}).exit_code == 0);
-        std::string content = read_file(seed) + "\n#MYRIARCH-FAKE version=0.116.0\n";
-        write_file(seed, content, 0755);
-        std::string yaml =
-            "server:\n  endpoint: ws://127.0.0.1:1/v1/opamp\n"
-            "update:\n  requireSignature: false\n"
-            "collector:\n  installDir: " +
-            dir / "install" + "\n  stateDir: " + dir / "state" +
-            "\n"
-            "supervisor:\n  storageDir: " +
-            dir / "supervisor" +
-            "\n"
-            "container:\n  supervisorCommand: [" +
-            cmd +
-            "]\n"
-            "  seedBinary: " +
-            seed +
-            "\n"
-            "  restartDelay: " +
-            s.restart_delay +
-            "\n"
-            "  maxRestarts: " +
-            std::to_string(s.max_restarts) +
-            "\n"
-            "  restartWindow: " +
-            s.restart_window +
-            "\n"
-            "  stopTimeout: " +
-            s.stop_timeout +
-            "\n"
-            "  healthListen: " +
-            (s.health_port ? quote("127.0.0.1:" + std::to_string(s.health_port))
-                           : std::string("\"\"")) +
-            "\n";
-        write_file(dir / "updater.yaml", yaml);
-        std::vector<std::string> argv;
-        if (pid1) argv = {"unshare", "--pid", "--fork", "--mount-proc"};
-        argv.push_back(updater_bin());
-        argv.push_back("container");
-        argv.push_back("--config");
-        argv.push_back(dir / "updater.yaml");
-        proc_.emplace(Process::spawn(argv));
-        if (pid1) {
-            REQUIRE(wait_until(
-                [&] {
-                    auto c = children_of(proc_->pid());
-                    if (c.empty()) return false;
-                    pid_ = c.front();
-                    return true;
-                },
-                10s));
-        } else {
-            pid_ = proc_->pid();
-        }
-    }
-
-    pid_t pid() const { return pid_; }
-    void signal(int sig) { ::kill(pid_, sig); }
-    std::optional<int> wait(Millis t) { return proc_->wait(t); }
-    std::string log() const { return proc_->err(); }
-    std::string out() const { return proc_->out(); }
-    int count(const std::string& needle) const {
-        std::string l = log();
-        int n = 0;
-        for (size_t p = l.find(needle); p != std::string::npos; p = l.find(needle, p + 1)) ++n;
-        return n;
-    }
-    bool log_has(const std::string& needle, Millis t = 15s) const {
-        return wait_until([&] { return log().find(needle) != std::string::npos; }, t);
-    }
-
-  private:
-    bool pid1_;
-    std::optional<Process> proc_;
-    pid_t pid_ = -1;
-};
-
-bool can_run_pid1() {
-    if (!can_unshare_pid()) {
-        report_skip("needs root and `unshare --pid --fork --mount-proc`");
-        return false;
-    }
-    return true;
+// Starts the updater with `s` written to the test's updater.yaml.
+Updater start(TempDir& dir, const UpdaterConfig& s, Launch how = Launch::pid1) {
+    return Updater(s.write(dir / "updater.yaml"), how);
 }
 
 void zombie_test(bool pid1) {
     TempDir dir;
-    Settings s;
+    UpdaterConfig s = settings(dir);
     // The first run spawns 200 orphans and exits without waiting for them; the restart does not.
     std::string fake = fake_supervisor();
-    s.command = {"/bin/sh", "-c",
-                 "if [ ! -e " + dir / "once" + " ]; then touch " + dir / "once" + "; exec " + fake +
-                     " --orphans 200 --orphan-life 4000 --exit-after 300; else exec " + fake +
-                     "; fi"};
+    s.supervisor_command = {
+        "/bin/sh", "-c",
+        "if [ ! -e " + dir / "once" + " ]; then touch " + dir / "once" + "; exec " + fake +
+            " --orphans 200 --orphan-life 4000 --exit-after 300; else exec " + fake + "; fi"};
     s.restart_delay = "300ms";
-    Updater u(dir, s, pid1);
+    Updater u = start(dir, s, pid1 ? Launch::pid1 : Launch::subreaper);
     // The orphans come to the updater (PID 1, or subreaper): seen here as its descendants.
     int most = 0;
     CHECK(wait_until(
@@ -199,7 +98,7 @@ void zombie_test(bool pid1) {
         },
         15s));
     MESSAGE("most descendants seen at once: " << most);
-    CHECK(u.log_has("restart scheduled"));
+    CHECK(u.wait_for_log("restart scheduled"));
     // After they exit, none is left as a zombie: only the restarted supervisor remains.
     Tree t;
     CHECK(wait_until(
@@ -256,10 +155,10 @@ TEST_CASE("container as subreaper: 200 orphaned grandchildren are reaped, none l
 TEST_CASE("container: HUP, USR1 and USR2 reach the child; TERM stops it and exits 0") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {fake_supervisor(), "--signals-file", dir / "signals"};
-    Updater u(dir, s, true);
-    REQUIRE(u.log_has("child started"));
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor(), "--signals-file", dir / "signals"};
+    Updater u = start(dir, s);
+    REQUIRE(u.wait_for_log("child started"));
     REQUIRE(wait_until(
         [&] { return u.out().find("fake-opampsupervisor: started") != std::string::npos; }, 10s));
     for (int sig : {SIGHUP, SIGUSR1, SIGUSR2}) {
@@ -283,17 +182,17 @@ TEST_CASE("container: HUP, USR1 and USR2 reach the child; TERM stops it and exit
 TEST_CASE("container: a second TERM during shutdown does not skip the stop sequence") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {fake_supervisor(), "--ignore-term", "--signals-file", dir / "signals"};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor(), "--ignore-term", "--signals-file", dir / "signals"};
     s.stop_timeout = "1500ms";
-    Updater u(dir, s, true);
-    REQUIRE(u.log_has("child started"));
+    Updater u = start(dir, s);
+    REQUIRE(u.wait_for_log("child started"));
     REQUIRE(wait_until(
         [&] { return u.out().find("fake-opampsupervisor: started") != std::string::npos; }, 10s));
     u.signal(SIGTERM);
-    REQUIRE(u.log_has("stopping child"));
+    REQUIRE(u.wait_for_log("stopping child"));
     u.signal(SIGTERM);
-    CHECK(u.log_has("shutdown already in progress"));
+    CHECK(u.wait_for_log("shutdown already in progress"));
     auto st = u.wait(20s);
     REQUIRE(st.has_value());
     CHECK(WEXITSTATUS(*st) == 0);
@@ -304,15 +203,15 @@ TEST_CASE("container: a second TERM during shutdown does not skip the stop seque
 TEST_CASE("container: a child that ignores TERM is killed by SIGKILL after stopTimeout") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {fake_supervisor(), "--ignore-term", "--signals-file", dir / "signals"};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor(), "--ignore-term", "--signals-file", dir / "signals"};
     s.stop_timeout = "2s";
     const Millis stop_timeout = 2s;
     // On top of stopTimeout: the KILL, the reaping and the rest of the shutdown. The suite `timing`
     // runs alone, so a second is plenty even with both cores busy.
     const Millis margin = 1s;
-    Updater u(dir, s, true);
-    REQUIRE(u.log_has("child started"));
+    Updater u = start(dir, s);
+    REQUIRE(u.wait_for_log("child started"));
     // Printed once its handlers are in place: a TERM from here on is recorded and ignored.
     REQUIRE(wait_until(
         [&] { return u.out().find("fake-opampsupervisor: started") != std::string::npos; }, 10s));
@@ -342,11 +241,11 @@ TEST_CASE("container: a child that ignores TERM is killed by SIGKILL after stopT
 TEST_CASE("container: a crashing child restarts with growing delays, then the crash loop exits 1") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {fake_supervisor(), "--exit-after", "100", "--exit-code", "3"};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor(), "--exit-after", "100", "--exit-code", "3"};
     s.restart_delay = "200ms";
     s.max_restarts = 3;
-    Updater u(dir, s, true);
+    Updater u = start(dir, s);
     auto st = u.wait(30s);
     REQUIRE(st.has_value());
     CHECK(WIFEXITED(*st));
@@ -361,10 +260,10 @@ TEST_CASE(
     "container: exec failure of a missing command is logged with errno and counts as a crash") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {dir / "no-such-supervisor"};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {dir / "no-such-supervisor"};
     s.max_restarts = 1;
-    Updater u(dir, s, true);
+    Updater u = start(dir, s);
     auto st = u.wait(30s);
     REQUIRE(st.has_value());
     CHECK(WEXITSTATUS(*st) == 1);
@@ -378,16 +277,17 @@ TEST_CASE(
 TEST_CASE("container: probes follow the child through start, crash and restart") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {"/bin/sh", "-c",
-                 "if [ ! -e " + dir / "once" + " ]; then touch " + dir / "once" + "; exec " +
-                     fake_supervisor() + " --exit-after 1500 --exit-code 2; else exec " +
-                     fake_supervisor() + "; fi"};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {"/bin/sh", "-c",
+                            "if [ ! -e " + dir / "once" + " ]; then touch " + dir / "once" +
+                                "; exec " + fake_supervisor() +
+                                " --exit-after 1500 --exit-code 2; else exec " + fake_supervisor() +
+                                "; fi"};
     s.restart_delay = "2s";
     s.health_port = reserve_port();
-    Updater u(dir, s, true);
+    Updater u = start(dir, s);
     int port = s.health_port;
-    REQUIRE(u.log_has("probe server listening"));
+    REQUIRE(u.wait_for_log("probe server listening"));
     CHECK(wait_until([&] { return http_get("127.0.0.1", port, "/readyz").status == 200; }, 10s));
     CHECK(http_get("127.0.0.1", port, "/healthz").status == 200);
     // The crash: not ready while the restart is pending, and it says why.
@@ -411,10 +311,10 @@ TEST_CASE("container: probes follow the child through start, crash and restart")
 TEST_CASE("container: probes answer within 100 ms while slowloris clients hold connections") {
     if (!can_run_pid1()) return;
     TempDir dir;
-    Settings s;
-    s.command = {fake_supervisor()};
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor()};
     s.health_port = reserve_port();
-    Updater u(dir, s, true);
+    Updater u = start(dir, s);
     int port = s.health_port;
     REQUIRE(wait_until([&] { return http_get("127.0.0.1", port, "/readyz").status == 200; }, 10s));
     // 30 clients that each send half a request line and then nothing.

@@ -1,44 +1,22 @@
 // Shared by the wired container tests: a volume, a supervisor storage directory and image binaries
-// (fake-otelcol releases) in a TempDir, and the real binary started as PID 1 of a new PID
-// namespace.
+// (fake-otelcol releases) in a TempDir, with the updater.yaml that names them. The real binary is
+// started from it as PID 1 of a new PID namespace by tests/support/pid1.hpp.
 #pragma once
 
 #include <dirent.h>
 #include <json-c/json.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness.hpp"
+#include "updater_config.hpp"
 
 namespace myr::test::wired {
-
-inline std::string quote(const std::string& s) {
-    return "\"" + s + "\"";
-}
-
-// The direct children of `pid` (every thread's list).
-inline std::vector<pid_t> children_of(pid_t pid) {
-    std::vector<pid_t> out;
-    std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
-    DIR* d = ::opendir(task_dir.c_str());
-    if (d == nullptr) return out;
-    while (dirent* e = ::readdir(d)) {
-        if (e->d_name[0] == '.') continue;
-        std::ifstream f(task_dir + "/" + e->d_name + "/children");
-        pid_t c;
-        while (f >> c) out.push_back(c);
-    }
-    ::closedir(d);
-    return out;
-}
 
 // Regular files below `dir` (relative name -> content).
 inline void snapshot_into(const std::string& dir, const std::string& rel,
@@ -140,31 +118,30 @@ class Rig {
     }
 
     void configure(const std::string& seed_binary, const RigOptions& o = {}) {
-        std::string sup = env_path("MYRIARCH_FAKE_OPAMPSUPERVISOR");
-        std::string yaml = "server:\n  endpoint: " + o.endpoint +
-                           "\n"
-                           "update:\n  requireSignature: false\n"
-                           "collector:\n  installDir: " +
-                           install + "\n  stateDir: " + state +
-                           "\n"
-                           "supervisor:\n  storageDir: " +
-                           storage +
-                           "\n"
-                           "container:\n  supervisorCommand: [" +
-                           quote(sup) + ", \"--storage-dir\", " + quote(storage) +
-                           ", \"--signals-file\", " + quote(signals) +
-                           "]\n"
-                           "  seedBinary: " +
-                           seed_binary + "\n  seedPolicy: " + o.seed_policy +
-                           "\n"
-                           "  stopTimeout: 5s\n"
-                           "  healthListen: " +
-                           quote("127.0.0.1:" + std::to_string(health_port_)) + "\n";
-        write_file(dir / "updater.yaml", yaml);
+        UpdaterConfig c;
+        c.endpoint = o.endpoint;
+        c.install_dir = install;
+        c.state_dir = state;
+        c.storage_dir = storage;
+        c.supervisor_command = {env_path("MYRIARCH_FAKE_OPAMPSUPERVISOR"), "--storage-dir", storage,
+                                "--signals-file", signals};
+        c.seed_binary = seed_binary;
+        c.seed_policy = o.seed_policy;
+        c.stop_timeout = "5s";
+        c.health_port = health_port_;
+        c.write(config());
     }
 
     int health_port() const { return health_port_; }
     std::string config() const { return dir / "updater.yaml"; }
+
+    // The status of a probe of the updater started from this rig (0: no answer).
+    int probe(const std::string& path, Millis t = 2s) const {
+        return http_get("127.0.0.1", health_port_, path, t).status;
+    }
+    bool ready(Millis t = 30s) const {
+        return wait_until([&] { return probe("/readyz") == 200; }, t, 50ms);
+    }
 
     // `current`'s target, relative ("versions/0.116.0"), or "" when absent.
     std::string current() const {
@@ -213,59 +190,6 @@ class Rig {
   private:
     int health_port_;
     int images_ = 0;
-};
-
-// The real binary as PID 1 of a new PID namespace.
-class Updater {
-  public:
-    explicit Updater(const Rig& rig, const SpawnOptions& opts = {}) : rig_(rig) {
-        proc_.emplace(Process::spawn({"unshare", "--pid", "--fork", "--mount-proc", updater_bin(),
-                                      "container", "--config", rig.config()},
-                                     opts));
-        // Found as unshare's child; a very early exit (a crash point) leaves none to find.
-        wait_until(
-            [&] {
-                auto c = children_of(proc_->pid());
-                if (c.empty()) return !proc_->running();
-                pid_ = c.front();
-                return true;
-            },
-            10s);
-    }
-    ~Updater() {
-        if (proc_) proc_->kill_now();
-    }
-
-    pid_t pid() const { return pid_; }
-    void signal(int sig) {
-        if (pid_ > 0) ::kill(pid_, sig);
-    }
-    // The exit code (-1: killed by a signal, -2: still running after `t`).
-    int wait_exit(Millis t = 30s) {
-        auto st = proc_->wait(t);
-        if (!st) return -2;
-        return WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
-    }
-    std::string log() const { return proc_->err() + proc_->out(); }
-    bool log_has(const std::string& needle) const {
-        return log().find(needle) != std::string::npos;
-    }
-    int probe(const std::string& path, Millis t = 2s) const {
-        return http_get("127.0.0.1", rig_.health_port(), path, t).status;
-    }
-    bool ready(Millis t = 30s) const {
-        return wait_until([&] { return probe("/readyz") == 200; }, t, 50ms);
-    }
-    // TERM and the exit code.
-    int stop() {
-        signal(SIGTERM);
-        return wait_exit(30s);
-    }
-
-  private:
-    const Rig& rig_;
-    std::optional<Process> proc_;
-    pid_t pid_ = -1;
 };
 
 }  // namespace myr::test::wired

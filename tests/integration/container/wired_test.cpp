@@ -5,24 +5,17 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
 #include <thread>
 
 #include "../opamp/opamp_support.hpp"
+#include "fault_trace.hpp"
+#include "pid1.hpp"
 #include "wired_support.hpp"
 
 using namespace myr::test;
 using namespace myr::test::wired;
 
 namespace {
-
-bool can_run_pid1() {
-    if (!can_unshare_pid()) {
-        report_skip("needs root and `unshare --pid --fork --mount-proc`");
-        return false;
-    }
-    return true;
-}
 
 std::string joined(const std::vector<std::string>& v) {
     std::string s;
@@ -32,8 +25,8 @@ std::string joined(const std::vector<std::string>& v) {
 
 // One start that must reach readiness and stop cleanly on TERM; returns the log.
 std::string start_and_stop(Rig& rig, const SpawnOptions& opts = {}) {
-    Updater u(rig, opts);
-    bool ready = u.ready(40s);
+    Updater u(rig.config(), Launch::pid1, opts);
+    bool ready = rig.ready(40s);
     CHECK_MESSAGE(ready, "never ready; log:\n" << u.log());
     int code = u.stop();
     CHECK_MESSAGE(code == 0, "exit " << code << "; log:\n" << u.log());
@@ -98,8 +91,8 @@ TEST_CASE("container: an image binary whose --version hangs keeps the intact act
 
     // The probe's timeout is 30 s: the child starts after it, with the active version kept.
     rig.configure(rig.image("0.117.0", "version_output=hang"));
-    Updater u(rig);
-    bool ready = u.ready(60s);
+    Updater u(rig.config());
+    bool ready = rig.ready(60s);
     CHECK_MESSAGE(ready, "never ready; log:\n" << u.log());
     CHECK(u.log_has("--version failed"));
     CHECK(u.stop() == 0);
@@ -111,7 +104,7 @@ TEST_CASE("container: with nothing active and a failing image binary, exits 1 be
     if (!can_run_pid1()) return;
     Rig rig;
     rig.configure(rig.image("0.116.0", "version_output=fail"));
-    Updater u(rig);
+    Updater u(rig.config());
     int code = u.wait_exit(30s);
     CHECK_MESSAGE(code == 1, "exit " << code << "; log:\n" << u.log());
     CHECK_MESSAGE(u.log_has("no intact version is active"), u.log());
@@ -128,8 +121,8 @@ TEST_CASE("container: a crash at any step of seeding is recovered by the next st
     rig.configure(rig.image("0.116.0"));
     {
         // /readyz is 200 as soon as the supervisor runs; its state file comes a moment later.
-        Updater u(rig);
-        REQUIRE_MESSAGE(u.ready(40s), u.log());
+        Updater u(rig.config());
+        REQUIRE_MESSAGE(rig.ready(40s), u.log());
         REQUIRE(wait_until([&] { return exists(rig.storage + "/persistent_state.yaml"); }, 20s));
         REQUIRE(u.stop() == 0);
     }
@@ -154,30 +147,22 @@ TEST_CASE("container: a crash at any step of seeding is recovered by the next st
     traced.env["MYRIARCH_FAULT_TRACE"] = trace;
     start_and_stop(rig, traced);
     REQUIRE(rig.violations("0.117.0").empty());
-    std::vector<std::string> points;
-    {
-        std::map<std::string, int> seen;
-        std::istringstream in(read_file(trace));
-        std::string line;
-        while (std::getline(in, line)) {
-            if (line.empty()) continue;
-            points.push_back(line + "@" + std::to_string(++seen[line]));
-        }
-    }
+    const std::vector<FaultPass> points = read_fault_trace(trace);
     MESSAGE("fault points passed by an upgrading seed: " << points.size());
     REQUIRE(points.size() >= 4);
     // Every point: a start is quick, so the whole sequence is affordable.
-    const std::vector<std::string>& chosen = points;
+    const std::vector<FaultPass>& chosen = points;
     std::string names;
-    for (const auto& p : chosen) names += p + " ";
+    for (const auto& p : chosen) names += label(p) + " ";
     MESSAGE("crashing at: " << names);
-    for (const std::string& p : chosen) {
+    for (const FaultPass& fp : chosen) {
+        const std::string p = label(fp);
         CAPTURE(p);
         restore();
         SpawnOptions crash;
-        crash.env["MYRIARCH_FAULT"] = p.substr(0, p.find('@')) + ":crash" + p.substr(p.find('@'));
+        crash.env["MYRIARCH_FAULT"] = crash_at(fp);
         {
-            Updater u(rig, crash);
+            Updater u(rig.config(), Launch::pid1, crash);
             int code = u.wait_exit(30s);
             CHECK_MESSAGE(code == 137, "exit " << code << "; log:\n" << u.log());
         }
@@ -191,20 +176,20 @@ TEST_CASE("container: /healthz answers promptly while a 300 MB image binary is s
     if (!can_run_pid1()) return;
     Rig rig;
     rig.configure(rig.image("0.116.0", "", 300));
-    Updater u(rig);
+    Updater u(rig.config());
     using Clock = std::chrono::steady_clock;
     // From the probe server's first answer (before seeding) until the child runs (after it).
-    REQUIRE_MESSAGE(wait_until([&] { return u.probe("/healthz", 500ms) != 0; }, 20s, 10ms),
+    REQUIRE_MESSAGE(wait_until([&] { return rig.probe("/healthz", 500ms) != 0; }, 20s, 10ms),
                     u.log());
     // The child starts only once the volume is ready: not while the copy runs.
-    CHECK(u.probe("/readyz", 5s) == 503);
+    CHECK(rig.probe("/readyz", 5s) == 503);
     CHECK(!u.log_has("child started"));
     std::vector<double> ms;
     std::vector<int> statuses;
     auto deadline = Clock::now() + 120s;
     while (Clock::now() < deadline) {
         auto t0 = Clock::now();
-        int st = u.probe("/healthz", 5s);
+        int st = rig.probe("/healthz", 5s);
         auto t1 = Clock::now();
         ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         statuses.push_back(st);
@@ -221,7 +206,7 @@ TEST_CASE("container: /healthz answers promptly while a 300 MB image binary is s
     CHECK(ms.size() >= 5);  // the window really covered the seed
     CHECK(median < 100.0);
     CHECK(max < 1000.0);
-    CHECK(u.ready(30s));
+    CHECK(rig.ready(30s));
     CHECK(u.stop() == 0);
     CHECK_MESSAGE(rig.violations("0.116.0").empty(), joined(rig.violations("0.116.0")));
 }
@@ -232,8 +217,8 @@ TEST_CASE(
     Rig rig;
     opamp::Server server(rig.dir, {"--on", "2:offer=collector,0.117.0,abc"});
     rig.configure(rig.image("0.116.0"), {.endpoint = server.ws_url()});
-    Updater u(rig);
-    REQUIRE_MESSAGE(u.ready(40s), u.log());
+    Updater u(rig.config());
+    REQUIRE_MESSAGE(rig.ready(40s), u.log());
     REQUIRE_MESSAGE(server.wait_messages(1), u.log());
 
     using opamp::flag;

@@ -24,6 +24,7 @@
 #include <set>
 #include <sstream>
 
+#include "fault_trace.hpp"
 #include "volume_oracle.hpp"
 #include "volume_support.hpp"
 
@@ -33,7 +34,7 @@ namespace {
 
 using Releases = std::map<std::string, std::string>;  // key -> release file
 using Args = std::vector<std::string>;
-using Trace = std::vector<std::pair<std::string, int>>;  // point, pass number
+using Trace = std::vector<FaultPass>;
 
 // Documented points the default matrix is allowed not to crash, each with the reason. Empty:
 // every documented point has a scenario that creates its preconditions. An entry that is crashed
@@ -113,32 +114,24 @@ std::set<std::string> documented_points() {
 // Every pass of every point, in order. Unless MYRIARCH_VOLUME_CRASH_FULL=1, the file-level points
 // of fsx (`fsx.write` once per 128 KiB chunk, …) are thinned to the first pass of each kind within
 // each store/journal step: later passes of the same kind in the same step leave the same state
-// behind, and the full matrix takes minutes on a loaded machine.
+// behind, and the full matrix takes minutes on a loaded machine. A kept pass keeps its pass number
+// counted over the whole trace, thinned passes included, as MYRIARCH_FAULT counts them.
 Trace read_trace(const std::string& path, Totals& t) {
     const char* full_env = std::getenv("MYRIARCH_VOLUME_CRASH_FULL");
     bool full = full_env && std::string(full_env) == "1";
     Trace out;
-    std::map<std::string, int> passes;
     std::set<std::string> seen_in_step;
-    std::istringstream in(read_file(path));
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.empty()) continue;
-        t.traced.insert(line);
-        int pass = ++passes[line];
-        bool file_level = line.rfind("fsx.", 0) == 0;
+    for (FaultPass& p : read_fault_trace(path)) {
+        t.traced.insert(p.point);
+        bool file_level = p.point.rfind("fsx.", 0) == 0;
         if (!file_level) {
             seen_in_step.clear();
-        } else if (!full && !seen_in_step.insert(line).second) {
+        } else if (!full && !seen_in_step.insert(p.point).second) {
             continue;
         }
-        out.emplace_back(line, pass);
+        out.push_back(std::move(p));
     }
     return out;
-}
-
-std::string fault(const std::pair<std::string, int>& p) {
-    return p.first + ":crash@" + std::to_string(p.second);
 }
 
 // The index of the scenario's commit in `trace`, or nullopt when it has none.
@@ -146,13 +139,13 @@ std::optional<size_t> commit_index(const Scenario& s, const Trace& trace) {
     if (!s.commit) return std::nullopt;
     std::optional<size_t> anchor;
     for (size_t i = 0; i < trace.size(); ++i) {
-        if (trace[i].first != s.commit->anchor) continue;
+        if (trace[i].point != s.commit->anchor) continue;
         anchor = i;
         if (!s.commit->last_anchor) break;
     }
     REQUIRE_MESSAGE(anchor.has_value(), s.name << ": the trace never passes " << s.commit->anchor);
     for (size_t i = *anchor + 1; i < trace.size(); ++i) {
-        if (trace[i].first == s.commit->effect) return i;
+        if (trace[i].point == s.commit->effect) return i;
     }
     FAIL(s.name << ": no " << s.commit->effect << " after " << s.commit->anchor);
     return std::nullopt;
@@ -230,8 +223,8 @@ void run_scenario(const Scenario& s, Totals& t) {
     for (size_t i = 0; i < trace.size(); ++i) {
         Volume vol;
         vol.clone_from(p.tmpl);
-        std::string label = s.name + " @ " + trace[i].first + "#" + std::to_string(trace[i].second);
-        RunResult r = vol.driver(s.op(p.rel), {{"MYRIARCH_FAULT", fault(trace[i])}});
+        std::string label = s.name + " @ " + trace[i].point + "#" + std::to_string(trace[i].pass);
+        RunResult r = vol.driver(s.op(p.rel), {{"MYRIARCH_FAULT", crash_at(trace[i])}});
         ++t.runs;
         ++t.cases;
         if (r.exit_code != 137) {
@@ -239,14 +232,14 @@ void run_scenario(const Scenario& s, Totals& t) {
                                                std::to_string(r.exit_code) + "): " + r.err});
             continue;
         }
-        t.crashed.insert(trace[i].first);
+        t.crashed.insert(trace[i].point);
         if (exists(vol.state_dir + "/journal.json")) deep = i;
         restart_and_check(s, p, vol, expected(i), label, t);
     }
     if (!s.second_level || !deep) return;
 
     // Second level: kill the restart (recovery and seeding) at each of its points.
-    const std::string first = fault(trace[*deep]);
+    const std::string first = crash_at(trace[*deep]);
     Trace restart_trace;
     {
         Volume vol;
@@ -260,14 +253,14 @@ void run_scenario(const Scenario& s, Totals& t) {
         REQUIRE(r.exit_code == 0);
         restart_trace = read_trace(trace_file, t);
     }
-    for (const auto& point : restart_trace) {
+    for (const FaultPass& at : restart_trace) {
         Volume vol;
         vol.clone_from(p.tmpl);
-        std::string label = s.name + " @ " + trace[*deep].first + "#" +
-                            std::to_string(trace[*deep].second) + " then restart @ " + point.first +
-                            "#" + std::to_string(point.second);
+        std::string label = s.name + " @ " + trace[*deep].point + "#" +
+                            std::to_string(trace[*deep].pass) + " then restart @ " + at.point +
+                            "#" + std::to_string(at.pass);
         RunResult r = vol.driver(s.op(p.rel), {{"MYRIARCH_FAULT", first}});
-        r = vol.driver(s.start(p.rel), {{"MYRIARCH_FAULT", fault(point)}});
+        r = vol.driver(s.start(p.rel), {{"MYRIARCH_FAULT", crash_at(at)}});
         t.runs += 2;
         ++t.cases;
         if (r.exit_code != 137) {
@@ -275,7 +268,7 @@ void run_scenario(const Scenario& s, Totals& t) {
                 {label, "crash: did not crash (exit " + std::to_string(r.exit_code) + ")"});
             continue;
         }
-        t.crashed.insert(point.first);
+        t.crashed.insert(at.point);
         restart_and_check(s, p, vol, expected(*deep), label, t);
     }
 }

@@ -16,8 +16,8 @@
 #include <chrono>
 #include <map>
 #include <random>
-#include <sstream>
 
+#include "fault_trace.hpp"
 #include "volume_oracle.hpp"
 #include "volume_support.hpp"
 
@@ -34,10 +34,8 @@ long ms_since(Clock::time_point t) {
 // Step-level points passed, in order (the fsx points inside each step left out).
 std::vector<std::string> steps_passed(const std::string& trace_file) {
     std::vector<std::string> out;
-    std::istringstream in(read_file(trace_file));
-    std::string line;
-    while (std::getline(in, line)) {
-        if (!line.empty() && line.rfind("fsx.", 0) != 0) out.push_back(line);
+    for (const FaultPass& p : read_fault_trace(trace_file)) {
+        if (p.point.rfind("fsx.", 0) != 0) out.push_back(p.point);
     }
     return out;
 }
