@@ -196,10 +196,11 @@ void Agent::apply(const ServerToAgent& msg) {
     if (msg.error_response) {
         const ServerErrorResponse& e = *msg.error_response;
         if (e.type == ServerErrorType::unavailable) {
+            // Clamped in uint64 first: a hostile value must not overflow the millisecond count.
             Duration delay =
                 e.retry_after_nanoseconds
-                    ? Duration(std::min<uint64_t>(*e.retry_after_nanoseconds / 1'000'000,
-                                                  kMaxRetryAfter.count()))
+                    ? refusal_delay(Duration(std::min<uint64_t>(
+                          *e.retry_after_nanoseconds / 1'000'000, kMaxRetryAfter.count())))
                     : backoff_.next();
             log::warn("opamp server unavailable, disconnecting",
                       {{"error", e.error_message}, {"retry_in", ms_text(delay)}});
@@ -351,8 +352,7 @@ void Agent::on_closed(TransportClosed info) {
         return;
     }
     if (info.http_status == 429 || info.http_status == 503) {
-        Duration d = info.retry_after ? std::clamp(*info.retry_after, Duration(0), kMaxRetryAfter)
-                                      : std::max(kDefaultRetryAfter, backoff_.next());
+        Duration d = refusal_delay(info.retry_after.value_or(kDefaultRetryAfter));
         schedule_reconnect(d, "HTTP " + std::to_string(info.http_status));
         return;
     }
@@ -367,6 +367,11 @@ void Agent::on_closed(TransportClosed info) {
         return;
     }
     schedule_reconnect(backoff_.next(), why);
+}
+
+Duration Agent::refusal_delay(Duration asked) {
+    const Duration grown = backoff_.next();
+    return std::clamp(std::max(asked, grown), kMinRetryAfter, kMaxRetryAfter);
 }
 
 void Agent::schedule_reconnect(Duration delay, const std::string& why) {

@@ -49,7 +49,10 @@ inline constexpr uint64_t kAgentCapabilities =
 inline constexpr Duration kStableConnection = std::chrono::seconds(30);
 inline constexpr Duration kDefaultRetryAfter = std::chrono::seconds(30);
 inline constexpr Duration kStopTimeout = std::chrono::seconds(3);
-// Upper bounds on what a server may ask for (Retry-After, retry_after, heartbeat interval).
+// Bounds on what a server may ask for (Retry-After, retry_after, heartbeat interval). A delay the
+// server chooses is clamped to [kMinRetryAfter, kMaxRetryAfter] and is never shorter than the
+// backoff, which every refusal advances: "retry now" from a broken server is not a tight loop.
+inline constexpr Duration kMinRetryAfter = std::chrono::seconds(1);
 inline constexpr Duration kMaxRetryAfter = std::chrono::hours(1);
 inline constexpr Duration kMaxHeartbeat = std::chrono::hours(24);
 
@@ -114,6 +117,8 @@ class Agent {
     bool send(AgentToServer& msg);
     void arm_heartbeat();
     void schedule_reconnect(Duration delay, const std::string& why);
+    // The wait after a refusal that named (or implied) a delay; advances the backoff.
+    Duration refusal_delay(Duration asked);
     void finish_stop();
     std::string read_token() const;
 

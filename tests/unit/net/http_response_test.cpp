@@ -192,3 +192,14 @@ TEST_CASE("retry-after: delta seconds and the three HTTP-date forms") {
     CHECK(!parse_retry_after("Sun, 06 Nov 1994 08:50:37 PST", now));
     CHECK(parse_retry_after("99999999999999999999", now).has_value());
 }
+
+TEST_CASE("retry-after: a date far in the future is capped, not wrapped to zero") {
+    using namespace std::chrono;
+    const WallTime now = system_clock::from_time_t(784111777);
+    const Duration year = duration_cast<Duration>(hours(24 * 365));
+    // Year 9999 is past what a nanosecond time_point holds (2262): it once wrapped to 0.
+    CHECK(parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now) == year);
+    CHECK(parse_retry_after("Thu, 01 Jan 2300 00:00:00 GMT", now) == year);
+    CHECK(parse_retry_after("9999999999", now) == year);
+    CHECK(parse_retry_after("99999999999999999999", now) == year);
+}

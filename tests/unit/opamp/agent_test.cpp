@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <functional>
 #include <map>
 
 #include "fakes.hpp"
@@ -539,4 +540,87 @@ TEST_CASE("agent: absurd retry and heartbeat values from the server are clamped"
     rig.net.deliver(s);
     rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
     CHECK(rig.sched.next_due() == kMaxRetryAfter);
+}
+
+namespace {
+
+// Plays a server that refuses every connection attempt in the way `refuse` does, for `minutes`
+// simulated minutes, with the shortest jitter (the worst case), and counts the attempts made in
+// each minute. Stops counting at 10,000 so that a zero-delay loop ends the test instead of hanging.
+std::vector<int> attempts_per_minute(int minutes, const std::function<void(Rig&)>& refuse) {
+    Rig rig;
+    rig.r = 0.0;
+    rig.make();
+    rig.agent->start();
+    std::vector<int> per(static_cast<size_t>(minutes), 0);
+    const MonoTime t0 = rig.sched.now();
+    size_t seen = 0;
+    for (;;) {
+        const auto minute = static_cast<size_t>((rig.sched.now() - t0) / 1min);
+        if (minute >= per.size()) return per;
+        while (seen < rig.net.conns.size()) {
+            ++seen;
+            if (++per[minute] >= 10'000) return per;
+            refuse(rig);
+        }
+        const auto due = rig.sched.next_due();
+        REQUIRE(due);
+        rig.advance(*due);
+    }
+}
+
+void check_refusal_schedule(const std::vector<int>& per) {
+    INFO("attempts per minute: " << [&] {
+        std::string s;
+        for (int n : per) s += std::to_string(n) + " ";
+        return s;
+    }());
+    CHECK(per[0] <= 12);  // 1 s floor while the backoff grows past it
+    for (size_t m = 3; m < per.size(); ++m) CHECK(per[m] <= 2);  // backoff at its 30–60 s cap
+}
+
+}  // namespace
+
+TEST_CASE("agent: a server refusing with 503 and Retry-After: 0 gets growing backoff, not a loop") {
+    check_refusal_schedule(attempts_per_minute(60, [](Rig& rig) {
+        rig.net.closed(TransportClosed{0, "", 503, 0ms, "upgrade answered with HTTP 503"});
+    }));
+}
+
+TEST_CASE("agent: a server refusing with 429 and no Retry-After waits at least 30 s each time") {
+    auto per = attempts_per_minute(60, [](Rig& rig) {
+        rig.net.closed(TransportClosed{0, "", 429, std::nullopt, "upgrade answered with HTTP 429"});
+    });
+    check_refusal_schedule(per);
+    for (int n : per) CHECK(n <= 2);
+}
+
+TEST_CASE("agent: a server answering Unavailable with retry 0 gets growing backoff, not a loop") {
+    check_refusal_schedule(attempts_per_minute(60, [](Rig& rig) {
+        rig.net.open();
+        ServerToAgent s;
+        s.error_response = ServerErrorResponse{ServerErrorType::unavailable, "busy", 0};
+        rig.net.deliver(s);
+        rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
+    }));
+}
+
+TEST_CASE("agent: a server-chosen delay still advances the backoff, and jitter spreads agents") {
+    auto delays = [](double r) {
+        Rig rig;
+        rig.r = r;
+        rig.make();
+        rig.agent->start();
+        std::vector<Duration> out;
+        for (int i = 0; i < 12; ++i) {
+            rig.net.closed(TransportClosed{0, "", 503, 2s, "upgrade answered with HTTP 503"});
+            out.push_back(*rig.sched.next_due());
+            rig.advance(out.back());
+        }
+        return out;
+    };
+    const auto lo = delays(0.0), hi = delays(0.9);
+    CHECK(lo.front() == 2s);  // the server's 2 s, while the backoff is below it
+    CHECK(lo.back() > 2s);    // then the backoff, which 2 s refusals kept growing
+    CHECK(hi.back() > lo.back());
 }
