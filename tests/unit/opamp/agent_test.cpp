@@ -5,12 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <functional>
 #include <map>
 
 #include "fakes.hpp"
-#include "loop/fake_scheduler.hpp"
 #include "harness.hpp"
+#include "loop/fake_scheduler.hpp"
 
 using namespace myr;
 using namespace myr::opamp;
@@ -623,4 +624,56 @@ TEST_CASE("agent: a server-chosen delay still advances the backoff, and jitter s
     CHECK(lo.front() == 2s);  // the server's 2 s, while the backoff is below it
     CHECK(lo.back() > 2s);    // then the backoff, which 2 s refusals kept growing
     CHECK(hi.back() > lo.back());
+}
+
+namespace {
+
+// "VmRSS" (now) or "VmHWM" (the peak since the last reset_peak_rss()) in KiB.
+long rss_kib(const std::string& field) {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+    }
+    FAIL("no " << field << " in /proc/self/status");
+    return -1;
+}
+void reset_peak_rss() {
+    std::ofstream("/proc/self/clear_refs") << "5";  // Linux ≥ 4.0: VmHWM = VmRSS
+}
+
+// A framed ServerToAgent whose offer is `bytes` of empty 2-byte map entries.
+std::string offer_of_empty_entries(size_t bytes) {
+    std::string entries;
+    entries.reserve(bytes);
+    while (entries.size() + 2 <= bytes) entries.append("\x0a\x00", 2);
+    std::string msg(1, '\0');
+    msg.push_back('\x2a');  // field 5, length-delimited
+    for (uint64_t v = entries.size();; v >>= 7) {
+        msg.push_back(static_cast<char>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0)));
+        if (v < 0x80) break;
+    }
+    return msg + entries;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "agent: an offer of empty entries costs a bounded amount and is answered with one error") {
+    for (size_t mib : {2, 15}) {
+        CAPTURE(mib);
+        Rig rig;
+        rig.start_connected();
+        const std::string raw = offer_of_empty_entries(mib << 20);
+        reset_peak_rss();
+        const long before = rss_kib("VmRSS");
+        rig.net.deliver_raw(raw);
+        const long grown = rss_kib("VmHWM") - before;
+        MESSAGE("offer of " << mib << " MiB: peak RSS grew by " << grown << " KiB");
+        // Once 1.3 GB for 2 MiB and std::bad_alloc for 15 MiB; now the trimmed copy of the offer.
+        CHECK(grown < 48 * 1024);
+        REQUIRE(rig.sent().size() == 2);
+        const PackageStatuses& ps = *rig.sent()[1].package_statuses;
+        CHECK(ps.packages.size() == kMaxOfferedPackages);
+        CHECK(ps.error_message == refused_packages_message((mib << 20) / 2 - kMaxOfferedPackages));
+    }
 }
