@@ -48,7 +48,9 @@ class WebSocketClient::Impl {
     void on_end(Status st);
     void on_upgrade_head(const HttpHead& head);
     void handle_frames(std::string_view data);
-    void send_frame(ws::Opcode op, std::string_view payload);
+    // False when the frame would pass opts_.max_queued: the connection is then being dropped.
+    bool send_frame(ws::Opcode op, std::string_view payload);
+    void overflow();
     void protocol_failure(uint16_t code, const std::string& why);
     void finish(uint16_t code, std::string reason, std::optional<WsRejection> rejection,
                 std::string error);
@@ -236,10 +238,14 @@ void WebSocketClient::Impl::on_upgrade_head(const HttpHead& head) {
 
 void WebSocketClient::Impl::handle_frames(std::string_view data) {
     auto alive = guard_.watch();
+    // RFC 6455 5.5.3: only the most recent ping needs an answer, so a ping flood costs one pong
+    // per read, not one per ping.
+    std::optional<std::string> pong;
     for (;;) {
         ws::Event ev = decoder_.next(data);
         switch (ev.kind) {
             case ws::Event::Kind::none:
+                if (pong && state_ == State::open) send_frame(ws::Opcode::pong, *pong);
                 return;
             case ws::Event::Kind::message:
                 if (ev.opcode == ws::Opcode::text) {
@@ -255,7 +261,7 @@ void WebSocketClient::Impl::handle_frames(std::string_view data) {
                 }
                 break;
             case ws::Event::Kind::ping:
-                if (state_ == State::open) send_frame(ws::Opcode::pong, ev.data);
+                pong = std::move(ev.data);
                 break;
             case ws::Event::Kind::pong:
                 break;
@@ -285,19 +291,39 @@ void WebSocketClient::Impl::protocol_failure(uint16_t code, const std::string& w
     finish(code, why, std::nullopt, label_ + ": WebSocket protocol error from the server: " + why);
 }
 
-void WebSocketClient::Impl::send_frame(ws::Opcode op, std::string_view payload) {
-    if (!stream_) return;
+bool WebSocketClient::Impl::send_frame(ws::Opcode op, std::string_view payload) {
+    if (!stream_ || state_ == State::closed) return false;
+    if (stream_->pending_write_bytes() + payload.size() > opts_.max_queued) {
+        overflow();
+        return false;
+    }
     std::array<uint8_t, 4> mask;
     random_bytes(mask.data(), mask.size());
     std::string frame;
     frame.reserve(payload.size() + 14);
     ws::encode_frame(frame, op, payload, true, mask);
     stream_->write(frame);
+    return true;
+}
+
+void WebSocketClient::Impl::overflow() {
+    // The peer sends and does not read: nothing more is read or queued. A close frame could not
+    // reach it either, so the socket is dropped (with what is queued) rather than flushed, and
+    // the end is reported as a policy violation on a later turn, outside the caller's send.
+    const std::string error = label_ + ": the server does not read what is sent (over " +
+                              std::to_string(opts_.max_queued) + " bytes queued); dropped";
+    stream_->pause_reading();
+    stream_.reset();
+    state_ = State::closing;
+    sent_code_ = ws_close::policy;
+    sched_.post(guard_.bind([this, error] { finish(ws_close::policy, "", std::nullopt, error); }));
 }
 
 Status WebSocketClient::Impl::send_binary(std::string_view data) {
     if (state_ != State::open) return fail(label_ + ": WebSocket is not open");
-    send_frame(ws::Opcode::binary, data);
+    if (!send_frame(ws::Opcode::binary, data)) {
+        return fail(label_ + ": the server does not read what is sent; connection dropped");
+    }
     return {};
 }
 
