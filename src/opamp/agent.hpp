@@ -116,6 +116,7 @@ class Agent {
     void report(bool full, bool force);
     bool send(AgentToServer& msg);
     void arm_heartbeat();
+    void adopt_uid(const Uid& nu);
     void schedule_reconnect(Duration delay, const std::string& why);
     // The wait after a refusal that named (or implied) a delay; advances the backoff.
     Duration refusal_delay(Duration asked);
@@ -143,6 +144,12 @@ class Agent {
     std::optional<AgentDescription> sent_desc_;
     std::optional<ComponentHealth> sent_health_;
     std::optional<PackageStatuses> sent_packages_;
+    // Budgets against a server that repeats itself: ReportFullState flags coalesce into one
+    // report on the next turn; one new instance uid per connection, stored off the loop.
+    bool full_report_posted_ = false;
+    bool uid_change_this_connection_ = false;
+    // Callbacks posted to the scheduler are bound to it: none runs after the agent is gone.
+    loop::Guard guard_;
 };
 
 const char* to_string(Agent::State s);

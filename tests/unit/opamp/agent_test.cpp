@@ -143,6 +143,7 @@ TEST_CASE("agent: ReportFullState resends everything with the next sequence numb
     ServerToAgent s;
     s.flags = server_flag::report_full_state;
     rig.net.deliver(s);
+    rig.sched.run_pending();  // answered on the next turn
     REQUIRE(rig.sent().size() == 2);
     CHECK(rig.sent()[1].sequence_num == 2);
     CHECK(rig.sent()[1].agent_description);
@@ -213,6 +214,7 @@ TEST_CASE("agent: new_instance_uid is adopted, stored, and used after a restart"
     s.instance_uid = uid_bytes(old);
     s.new_instance_uid = uid_bytes(fresh);
     rig.net.deliver(s);
+    rig.sched.run_pending();  // stored on the work queue, then adopted
     CHECK(rig.agent->instance_uid() == fresh);
     CHECK(test::read_file(rig.dir / "instance_uid") == uid_to_text(fresh) + "\n");
     REQUIRE(rig.sent().size() == 2);  // service.instance.id changed: reported
@@ -245,6 +247,7 @@ TEST_CASE("agent: malformed and undecodable messages are ignored and the connect
     ServerToAgent s;
     s.flags = server_flag::report_full_state;
     rig.net.deliver(s);
+    rig.sched.run_pending();
     CHECK(rig.sent().size() == 2);
 }
 
@@ -676,4 +679,52 @@ TEST_CASE(
         CHECK(ps.packages.size() == kMaxOfferedPackages);
         CHECK(ps.error_message == refused_packages_message((mib << 20) / 2 - kMaxOfferedPackages));
     }
+}
+
+TEST_CASE("agent: a flood of ReportFullState in one turn is answered with one full report") {
+    Rig rig;
+    rig.start_connected();
+    ServerToAgent s;
+    s.flags = server_flag::report_full_state;
+    for (int i = 0; i < 1000; ++i) rig.net.deliver(s);
+    CHECK(rig.sent().size() == 1);  // nothing queued per flag
+    rig.sched.run_pending();
+    REQUIRE(rig.sent().size() == 2);
+    CHECK(rig.sent()[1].agent_description);
+    rig.net.deliver(s);  // a later turn's flag gets its own report
+    rig.sched.run_pending();
+    CHECK(rig.sent().size() == 3);
+}
+
+TEST_CASE(
+    "agent: a new instance uid is stored off the loop and adopted at most once a connection") {
+    Rig rig;
+    rig.start_connected();
+    const Uid old = rig.agent->instance_uid();
+    const Uid a = uid_from_text("0190a6f4-6c1e-7a3b-9c2d-0123456789ab").value();
+    const Uid b = uid_from_text("0190a6f4-6c1e-7a3b-9c2d-ba9876543210").value();
+    ServerToAgent s;
+    s.new_instance_uid = uid_bytes(a);
+    rig.net.deliver(s);
+    // The write and its fsyncs wait on the work queue; the loop went on with the old uid.
+    CHECK(rig.sched.queued_work() == 1);
+    CHECK(rig.agent->instance_uid() == old);
+    // A server flapping between two uids: the second on this connection is ignored.
+    for (int i = 0; i < 100; ++i) {
+        s.new_instance_uid = uid_bytes(i % 2 ? a : b);
+        rig.net.deliver(s);
+    }
+    CHECK(rig.sched.queued_work() == 1);
+    rig.sched.run_pending();
+    CHECK(rig.agent->instance_uid() == a);
+    CHECK(test::read_file(rig.dir / "instance_uid") == uid_to_text(a) + "\n");
+    // The next connection may be given another.
+    rig.net.closed();
+    rig.advance(0ms);
+    rig.net.open();
+    s.instance_uid = uid_bytes(a);
+    s.new_instance_uid = uid_bytes(b);
+    rig.net.deliver(s);
+    rig.sched.run_pending();
+    CHECK(rig.agent->instance_uid() == b);
 }
