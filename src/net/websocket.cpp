@@ -19,6 +19,8 @@ namespace {
 constexpr Duration close_timeout = std::chrono::seconds(5);
 // What a rejected upgrade keeps of the answer's body, for logs.
 constexpr size_t excerpt_limit = 512;
+// Frames decoded in one turn of the loop before it is given back.
+constexpr size_t kFramesPerTurn = 64;
 
 }  // namespace
 
@@ -48,6 +50,7 @@ class WebSocketClient::Impl {
     void on_end(Status st);
     void on_upgrade_head(const HttpHead& head);
     void handle_frames(std::string_view data);
+    void resume_frames();
     // False when the frame would pass opts_.max_queued: the connection is then being dropped.
     bool send_frame(ws::Opcode op, std::string_view payload);
     void overflow();
@@ -72,6 +75,9 @@ class WebSocketClient::Impl {
     // The close frame we sent, reported when the peer answers it.
     uint16_t sent_code_ = 0;
     std::string sent_reason_;
+    // Bytes read but not yet decoded because this turn's frame budget was spent; reading is
+    // paused while there are any.
+    std::string backlog_;
     // A non-101 answer being read.
     std::optional<WsRejection> rejection_;
     // Dropped when a connection ends, so an answer posted for it cannot reach the next one;
@@ -87,6 +93,7 @@ void WebSocketClient::Impl::connect() {
     label_ = url_label(opts_.url);
     decoder_ = ws::Decoder(ws::Role::client, opts_.max_message);
     rejection_.reset();
+    backlog_.clear();
     sent_code_ = 0;
     sent_reason_.clear();
     state_ = State::connecting;
@@ -201,7 +208,18 @@ void WebSocketClient::Impl::on_data(std::string_view data) {
         handle_frames(data.substr(*used));
         return;
     }
+    if (!backlog_.empty()) {
+        backlog_.append(data);  // what a paused stream still had: after the backlog, in order
+        return;
+    }
     if (state_ == State::open || state_ == State::closing) handle_frames(data);
+}
+
+void WebSocketClient::Impl::resume_frames() {
+    std::string rest = std::move(backlog_);
+    backlog_.clear();
+    if (stream_) stream_->resume_reading();
+    if (state_ == State::open || state_ == State::closing) handle_frames(rest);
 }
 
 void WebSocketClient::Impl::reject() {
@@ -241,7 +259,16 @@ void WebSocketClient::Impl::handle_frames(std::string_view data) {
     // RFC 6455 5.5.3: only the most recent ping needs an answer, so a ping flood costs one pong
     // per read, not one per ping.
     std::optional<std::string> pong;
+    // A read may carry thousands of small frames; after kFramesPerTurn the loop is given back
+    // (probes, signals, timers) and the rest is decoded on a later turn.
+    size_t frames = 0;
     for (;;) {
+        if (++frames > kFramesPerTurn && !data.empty()) {
+            backlog_.assign(data);
+            if (stream_) stream_->pause_reading();
+            sched_.post(guard_.bind([this] { resume_frames(); }));
+            data = {};
+        }
         ws::Event ev = decoder_.next(data);
         switch (ev.kind) {
             case ws::Event::Kind::none:
@@ -394,6 +421,7 @@ void WebSocketClient::Impl::finish(uint16_t code, std::string reason,
     close_timer_->stop();
     guard_.drop();
     parser_.reset();
+    backlog_.clear();
     // Let queued frames (our close) go out, then close TCP; the Stream finishes on its own.
     if (stream_) {
         stream_->close();

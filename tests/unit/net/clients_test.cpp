@@ -195,7 +195,8 @@ namespace {
 // again: every pong the client queues stays queued.
 class PingFlooder {
   public:
-    PingFlooder() {
+    // With `burst`, sends those bytes once after the upgrade instead of pings, then waits.
+    explicit PingFlooder(std::string burst = "") : burst_(std::move(burst)) {
         lfd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         REQUIRE(lfd_ >= 0);
         int small = 4096;  // inherited by the accepted socket: the client's writes back up soon
@@ -240,6 +241,12 @@ class PingFlooder {
             "Sec-WebSocket-Accept: " +
             ws::accept_key(key) + "\r\n\r\n";
         (void)!write(fd, answer.data(), answer.size());
+        if (!burst_.empty()) {
+            (void)!write(fd, burst_.data(), burst_.size());
+            while (!stop_) poll(nullptr, 0, 20);
+            close(fd);
+            return;
+        }
         std::string pings;
         for (int i = 0; i < 256; ++i) pings += "\x89\x7d" + std::string(125, 'p');
         while (!stop_) {
@@ -252,6 +259,7 @@ class PingFlooder {
         close(fd);
     }
 
+    std::string burst_;
     int lfd_ = -1;
     uint16_t port_ = 0;
     std::atomic<bool> stop_{false};
@@ -280,6 +288,39 @@ TEST_CASE("ws client: a server that floods pings and never reads is dropped with
         CHECK(*out.code == ws_close::policy);
         CHECK(out.error.find("does not read") != std::string::npos);
         CHECK_FALSE(ws.is_open());
+    }
+    CHECK(uv.close() == 0);
+}
+
+TEST_CASE("ws client: a read of a thousand messages is delivered 64 frames a turn") {
+    loop::Loop uv;
+    {
+        // FakeScheduler: the continuation a full turn posts runs only when the test says so.
+        loop::FakeScheduler sched;
+        std::string burst;
+        for (int i = 0; i < 1000; ++i) burst += std::string("\x82\x03") + "msg";
+        PingFlooder server(burst);
+        WsOutcome out;
+        size_t messages = 0;
+        auto h = ws_handlers(out);
+        h.on_message = [&messages](std::string_view) { ++messages; };
+        WsConnectOptions o;
+        o.url = Url{"ws", "127.0.0.1", server.port(), "/v1/opamp"};
+        WebSocketClient ws(uv.get(), sched, o, std::move(h));
+        ws.connect();
+        REQUIRE(uv.run_until([&] { return messages >= 64 && sched.posted() > 0; }, 20s));
+        // Once all thousand were handled inside one read callback, the loop blocked meanwhile.
+        CHECK(messages < 1000);
+        // The rest follows on later turns (run_pending runs each posted continuation in turn).
+        for (int i = 0; i < 100 && messages < 1000; ++i) {
+            sched.run_pending();
+            if (messages < 1000) uv.run_until([&] { return sched.posted() > 0; }, 1s);
+        }
+        CHECK(messages == 1000);
+        CHECK_FALSE(out.code.has_value());
+        ws.close(ws_close::normal, "");
+        uv.run_until([&] { return out.code.has_value(); }, 1s);
+        sched.run_pending();
     }
     CHECK(uv.close() == 0);
 }
