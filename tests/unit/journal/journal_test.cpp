@@ -221,3 +221,32 @@ TEST_CASE("gc: protects what the journal names and refuses with a corrupt journa
     test::write_file(f.state + "/journal.json", "corrupt");
     CHECK_FALSE(journal::gc(f.vol, f.j, 0));
 }
+
+TEST_CASE("recover: a staging or spool leftover that cannot be removed does not stop the start") {
+    // A tree deeper than remove_tree goes: once every start failed, a crash loop with `current`
+    // intact.
+    Fixture f;
+    f.activate("0.115.0", "a");
+    f.journal(journal::Op::update, "preflight", "0.115.0", "0.116.0");
+    auto deep = store::create_staging(f.vol);
+    REQUIRE(deep);
+    auto plain = store::create_staging(f.vol);
+    REQUIRE(plain);
+    std::string path = f.dir + "/.staging/" + deep->id;
+    for (int i = 0; i < 300; ++i) {
+        path += "/d";
+        REQUIRE(::mkdir(path.c_str(), 0755) == 0);
+    }
+    ::mkdir((f.state + "/spool").c_str(), 0755);
+    path = f.state + "/spool/deep";
+    for (int i = 0; i < 300; ++i, path += "/d") REQUIRE(::mkdir(path.c_str(), 0755) == 0);
+    test::write_file(f.state + "/spool/abc.part", "half a download");
+    auto r = journal::recover(f.vol, f.j);
+    REQUIRE(r);
+    CHECK(r->staging_removed == 1);  // the plain one
+    CHECK(r->spool_removed == 1);    // abc.part
+    CHECK(f.current() == "0.115.0");
+    CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
+    CHECK(test::exists(f.dir + "/.staging/" + deep->id));  // left, with a warning
+    CHECK_FALSE(test::exists(f.dir + "/.staging/" + plain->id));
+}
