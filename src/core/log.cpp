@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <mutex>
 
 #include "core/hex.hpp"
 #include "core/time.hpp"
@@ -142,9 +143,42 @@ std::string render(Format format, std::string_view ts, Level lvl, std::string_vi
     return out;
 }
 
-void write(Level lvl, std::string_view msg, std::initializer_list<Field> fields) {
-    if (!enabled(lvl)) return;
-    std::string line = render(g_format, format_rfc3339(wall_now(), true), lvl, msg, fields);
+bool RateLimiter::admit(Level level, std::string_view msg, Time now) {
+    auto key = std::make_pair(level, std::string(msg));
+    auto it = windows_.find(key);
+    if (it == windows_.end() || now - it->second.start >= kWindow) {
+        if (it == windows_.end() && windows_.size() >= kMaxKeys) return true;
+        Window& w = windows_[key];
+        if (w.suppressed == 0) w = Window{now, 0, 0};  // a pending summary keeps its window
+        it = windows_.find(key);
+    }
+    Window& w = it->second;
+    if (w.written < kBurst) {
+        ++w.written;
+        return true;
+    }
+    ++w.suppressed;
+    return false;
+}
+
+std::vector<RateLimiter::Summary> RateLimiter::due(Time now) {
+    std::vector<Summary> out;
+    for (auto it = windows_.begin(); it != windows_.end();) {
+        if (now - it->second.start < kWindow) {
+            ++it;
+            continue;
+        }
+        if (it->second.suppressed > 0) {
+            out.push_back(Summary{it->first.first, it->first.second, it->second.suppressed});
+        }
+        it = windows_.erase(it);
+    }
+    return out;
+}
+
+namespace {
+
+void write_line(std::string line) {
     line += '\n';
     // One write so the line stays whole next to the child's output; retry only on EINTR.
     const char* p = line.data();
@@ -158,6 +192,25 @@ void write(Level lvl, std::string_view msg, std::initializer_list<Field> fields)
         p += n;
         left -= static_cast<size_t>(n);
     }
+}
+
+}  // namespace
+
+void write(Level lvl, std::string_view msg, std::initializer_list<Field> fields) {
+    if (!enabled(lvl)) return;
+    // Work-queue jobs may log too.
+    static std::mutex mu;
+    static RateLimiter limiter;
+    std::lock_guard lock(mu);
+    const auto now = std::chrono::steady_clock::now();
+    const std::string ts = format_rfc3339(wall_now(), true);
+    for (const RateLimiter::Summary& s : limiter.due(now)) {
+        write_line(render(
+            g_format, ts, s.level, s.msg,
+            {{"suppressed", s.suppressed}, {"note", "identical lines within 10s not written"}}));
+    }
+    if (!limiter.admit(lvl, msg, now)) return;
+    write_line(render(g_format, ts, lvl, msg, fields));
 }
 
 }  // namespace myr::log

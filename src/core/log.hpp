@@ -3,10 +3,14 @@
 // interleaves with the child's output, which shares our stderr.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace myr::log {
 
@@ -32,7 +36,39 @@ struct Field {
     bool raw = false;  // a number or boolean: no quotes in JSON
 };
 
+// Writes one line, unless the rate limit holds it back: identical lines (same level and message,
+// whatever the fields) past kBurst within kWindow are counted, not written, and once the window
+// ends one line says how many were suppressed (written with the next line logged, as there is no
+// timer here). A server flood or a HUP storm then costs a few lines, not 100,000.
 void write(Level level, std::string_view msg, std::initializer_list<Field> fields = {});
+
+inline constexpr size_t kBurst = 10;
+inline constexpr std::chrono::seconds kWindow{10};
+
+// The rate limit, on an explicit clock so it can be tested.
+class RateLimiter {
+  public:
+    using Time = std::chrono::steady_clock::time_point;
+    struct Summary {
+        Level level;
+        std::string msg;
+        uint64_t suppressed;
+    };
+    // Whether a line may be written now.
+    bool admit(Level level, std::string_view msg, Time now);
+    // Windows that ended with lines suppressed (each reported once).
+    std::vector<Summary> due(Time now);
+
+  private:
+    struct Window {
+        Time start;
+        size_t written = 0;
+        uint64_t suppressed = 0;
+    };
+    // Bounded: past kMaxKeys distinct messages in one window, lines are written unlimited.
+    static constexpr size_t kMaxKeys = 256;
+    std::map<std::pair<Level, std::string>, Window> windows_;
+};
 
 // Renders a line without writing it (tests, and the writer itself). No trailing newline.
 std::string render(Format format, std::string_view ts, Level level, std::string_view msg,

@@ -215,7 +215,7 @@ namespace {
 // subdirectory is opened with O_NOFOLLOW, so a symlink (even one swapped in meanwhile) is only ever
 // unlinked, never entered.
 Status empty_dir(int fd, int depth) {
-    if (depth > 256) return fail("remove: directory tree too deep");
+    if (depth > 256) return fail("directory tree deeper than 256 levels");
     auto names = list_dir(fd);
     if (!names) return names.fail();
     for (const std::string& n : *names) {
@@ -227,7 +227,9 @@ Status empty_dir(int fd, int depth) {
         if (S_ISDIR(st.st_mode)) {
             UniqueFd sub(::openat(fd, n.c_str(), kDirFlags));
             if (!sub) return fail_errno("open " + n);
-            MYR_TRY(empty_dir(sub.get(), depth + 1), n);
+            // No prefix per level (it repeated the path 256 times): remove_tree_at names the
+            // tree, the failing call its entry.
+            if (auto st = empty_dir(sub.get(), depth + 1); !st) return st;
             MYR_TRY(fault::point("fsx.unlink"), "remove " + n);
             if (::unlinkat(fd, n.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
                 return fail_errno("remove " + n);
@@ -252,7 +254,7 @@ Status remove_tree_at(int dirfd, const std::string& name) {
     if (!S_ISDIR((*st)->st_mode)) return unlink_at(dirfd, name);
     UniqueFd sub(::openat(dirfd, name.c_str(), kDirFlags));
     if (!sub) return fail_errno("remove: open");
-    MYR_TRY(empty_dir(sub.get(), 0), "remove");
+    MYR_TRY(empty_dir(sub.get(), 0), "remove " + name);
     MYR_TRY(fault::point("fsx.unlink"), "remove");
     if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
         return fail_errno("remove");

@@ -72,6 +72,9 @@ struct ProbeServer::Conn {
     bool closing = false;
     int writes_pending = 0;
     bool peer_done = false;  // the client half-closed: close once our answer is out
+    // When this connection began waiting for its next request (accepted, or last answered):
+    // at the cap, the one waiting longest is closed to make room for a new client.
+    MonoTime waiting_since{};
 
     Conn(ProbeServer* s, uv_loop_t* loop) : server(s), tcp(loop), timer(s->sched_.timer()) {
         tcp->data = this;
@@ -159,6 +162,7 @@ struct ProbeServer::Conn {
             }
             llhttp_resume(&parser);
             reset_request();
+            waiting_since = server->sched_.now();
             arm_timeout();
             return;
         }
@@ -295,9 +299,19 @@ void ProbeServer::on_connection(uv_stream_t* listener, int status) noexcept {
     self->conns_.insert(c);
     if (uv_accept(listener, c->stream()) != 0) return c->close();
     if (self->conns_.size() > self->limits_.max_connections) {
-        // Accepted only to be closed: leaving it in the backlog would let it pile up.
-        return c->close();
+        // Full: the connection that has waited longest for a request (an idle keep-alive one, one
+        // silent since accepted, or the slowest to send its request) makes room, so a new client
+        // (the kubelet) is always answered; clients that keep 64 slots busy cannot lock it out.
+        Conn* oldest = nullptr;
+        for (Conn* o : self->conns_) {
+            if (o == c || o->closing || o->writes_pending != 0) continue;
+            if (!oldest || o->waiting_since < oldest->waiting_since) oldest = o;
+        }
+        // Every other slot is writing an answer this very turn: they end on their own.
+        if (!oldest) return c->close();
+        oldest->close();
     }
+    c->waiting_since = self->sched_.now();
     uv_tcp_nodelay(c->tcp.get(), 1);
     c->init_parser();
     c->arm_timeout();

@@ -3,7 +3,9 @@
 // - headers (request line included) are capped (8 KiB: 431 and close);
 // - a request must arrive complete within the request timeout (5 s), so a slowloris client only
 //   holds its own connection, and an idle keep-alive connection is closed after the same time;
-// - at most 64 connections; beyond that a new one is accepted and closed at once;
+// - at most 64 connections; a new one beyond that closes the connection that has waited longest
+//   for a request (idle keep-alive, silent since accepted, or slowest to send), so a new client is
+//   always answered; only when every other slot is writing an answer is it closed at once;
 // - one request at a time: bytes after a complete request (pipelining), a body, or anything the
 //   parser refuses get 400 and close.
 #pragma once

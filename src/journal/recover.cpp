@@ -65,13 +65,22 @@ Result<int> clear_spool(const Journal& journal) {
     if (!dir) return dir.fail("open spool");
     auto names = fsx::list_dir(dir->get());
     if (!names) return names.fail("list spool");
+    int removed = 0;
     for (const std::string& n : *names) {
         MYR_TRY(fault::point("recover.spool.before"), "recover");
-        MYR_TRY(fsx::remove_tree_at(dir->get(), n), "remove spool/" + n);
+        // As for .staging: a download that cannot be removed must not stop the start.
+        if (auto rm = fsx::remove_tree_at(dir->get(), n); !rm) {
+            std::string why = rm.error().message();
+            if (why.size() > 300) why = why.substr(0, 300) + "…";
+            log::warn("cannot remove a spool leftover; leaving it",
+                      {{"path", "spool/" + n}, {"error", why}});
+            continue;
+        }
+        ++removed;
         MYR_TRY(fault::point("recover.spool.after"), "recover");
     }
-    if (!names->empty()) MYR_TRY(fsx::fsync_dir(dir->get()), "sync spool");
-    return static_cast<int>(names->size());
+    if (removed > 0) MYR_TRY(fsx::fsync_dir(dir->get()), "sync spool");
+    return removed;
 }
 
 // Points `current` at `version` unless it already does. When `version` is "" (nothing was active

@@ -6,6 +6,7 @@
 
 #include "core/file.hpp"
 #include "core/log.hpp"
+#include "fsx/dir.hpp"
 #include "hash/sha256.hpp"
 #include "store/activate.hpp"
 

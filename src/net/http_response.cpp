@@ -246,7 +246,9 @@ int month_index(std::string_view m) {
     return -1;
 }
 
-std::optional<WallTime> parse_http_date(std::string_view v) {
+// Seconds since the epoch; kept as time_t because a far-future date does not fit in
+// system_clock's nanosecond time_point (year 2262) and would wrap to the past.
+std::optional<time_t> parse_http_date(std::string_view v) {
     char wd[16] = {}, mon[4] = {}, tz[4] = {};
     int day = 0, year = 0, hh = 0, mm = 0, ss = 0;
     const std::string s(v);
@@ -275,35 +277,35 @@ std::optional<WallTime> parse_http_date(std::string_view v) {
     tm.tm_hour = hh;
     tm.tm_min = mm;
     tm.tm_sec = ss;
-    time_t t = timegm(&tm);
+    const time_t t = timegm(&tm);
     if (t == static_cast<time_t>(-1)) return std::nullopt;
-    // The wall clock counts nanoseconds in 64 bits, which ends in the year 2262: a later date
-    // (any four-digit year is allowed) is held at that end instead of overflowing the conversion.
-    const auto last = std::chrono::duration_cast<std::chrono::seconds>(
-                          std::chrono::system_clock::duration::max())
-                          .count() -
-                      1;
-    if (t > last) t = static_cast<time_t>(last);
-    return std::chrono::system_clock::from_time_t(t);
+    return t;
 }
 
 }  // namespace
 
 std::optional<Duration> parse_retry_after(std::string_view value, WallTime now) {
+    // More than a year is longer than anyone should wait; cap instead of overflowing.
+    static constexpr int64_t kCapSeconds = int64_t{365} * 24 * 3600;
+    const auto capped = [](int64_t secs) {
+        return std::chrono::duration_cast<Duration>(
+            std::chrono::seconds(std::min(secs, kCapSeconds)));
+    };
     value = trim(value);
     if (value.empty()) return std::nullopt;
     if (std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        // More than ten digits is longer than anyone should wait; cap instead of overflowing.
-        if (value.size() > 10)
-            return std::chrono::duration_cast<Duration>(std::chrono::hours(24 * 365));
-        uint64_t secs = 0;
-        for (char c : value) secs = secs * 10 + static_cast<uint64_t>(c - '0');
-        return std::chrono::duration_cast<Duration>(std::chrono::seconds(secs));
+        if (value.size() > 10) return capped(kCapSeconds);
+        int64_t secs = 0;
+        for (char c : value) secs = secs * 10 + (c - '0');
+        return capped(secs);
     }
     auto when = parse_http_date(value);
     if (!when) return std::nullopt;
-    if (*when <= now) return Duration::zero();
-    return std::chrono::duration_cast<Duration>(*when - now);
+    // Compared in seconds before any conversion to a time_point, which could overflow.
+    const int64_t secs = static_cast<int64_t>(*when) -
+                         static_cast<int64_t>(std::chrono::system_clock::to_time_t(now));
+    if (secs <= 0) return Duration::zero();
+    return capped(secs);
 }
 
 }  // namespace myr::net

@@ -64,7 +64,8 @@ class ResponseParser {
 };
 
 // Retry-After: delta-seconds ("120") or an HTTP-date ("Sun, 06 Nov 1994 08:49:37 GMT", also the
-// obsolete RFC 850 and asctime forms), as a delay from `now` (0 for a date in the past).
+// obsolete RFC 850 and asctime forms), as a delay from `now` (0 for a date in the past, at most
+// one year for any value, however far in the future).
 std::optional<Duration> parse_retry_after(std::string_view value, WallTime now);
 
 }  // namespace myr::net

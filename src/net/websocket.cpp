@@ -19,6 +19,8 @@ namespace {
 constexpr Duration close_timeout = std::chrono::seconds(5);
 // What a rejected upgrade keeps of the answer's body, for logs.
 constexpr size_t excerpt_limit = 512;
+// Frames decoded in one turn of the loop before it is given back.
+constexpr size_t kFramesPerTurn = 64;
 
 }  // namespace
 
@@ -48,7 +50,10 @@ class WebSocketClient::Impl {
     void on_end(Status st);
     void on_upgrade_head(const HttpHead& head);
     void handle_frames(std::string_view data);
-    void send_frame(ws::Opcode op, std::string_view payload);
+    void resume_frames();
+    // False when the frame would pass opts_.max_queued: the connection is then being dropped.
+    bool send_frame(ws::Opcode op, std::string_view payload);
+    void overflow();
     void protocol_failure(uint16_t code, const std::string& why);
     void finish(uint16_t code, std::string reason, std::optional<WsRejection> rejection,
                 std::string error);
@@ -70,6 +75,9 @@ class WebSocketClient::Impl {
     // The close frame we sent, reported when the peer answers it.
     uint16_t sent_code_ = 0;
     std::string sent_reason_;
+    // Bytes read but not yet decoded because this turn's frame budget was spent; reading is
+    // paused while there are any.
+    std::string backlog_;
     // A non-101 answer being read.
     std::optional<WsRejection> rejection_;
     // Dropped when a connection ends, so an answer posted for it cannot reach the next one;
@@ -85,6 +93,7 @@ void WebSocketClient::Impl::connect() {
     label_ = url_label(opts_.url);
     decoder_ = ws::Decoder(ws::Role::client, opts_.max_message);
     rejection_.reset();
+    backlog_.clear();
     sent_code_ = 0;
     sent_reason_.clear();
     state_ = State::connecting;
@@ -199,7 +208,18 @@ void WebSocketClient::Impl::on_data(std::string_view data) {
         handle_frames(data.substr(*used));
         return;
     }
+    if (!backlog_.empty()) {
+        backlog_.append(data);  // what a paused stream still had: after the backlog, in order
+        return;
+    }
     if (state_ == State::open || state_ == State::closing) handle_frames(data);
+}
+
+void WebSocketClient::Impl::resume_frames() {
+    std::string rest = std::move(backlog_);
+    backlog_.clear();
+    if (stream_) stream_->resume_reading();
+    if (state_ == State::open || state_ == State::closing) handle_frames(rest);
 }
 
 void WebSocketClient::Impl::reject() {
@@ -236,10 +256,23 @@ void WebSocketClient::Impl::on_upgrade_head(const HttpHead& head) {
 
 void WebSocketClient::Impl::handle_frames(std::string_view data) {
     auto alive = guard_.watch();
+    // RFC 6455 5.5.3: only the most recent ping needs an answer, so a ping flood costs one pong
+    // per read, not one per ping.
+    std::optional<std::string> pong;
+    // A read may carry thousands of small frames; after kFramesPerTurn the loop is given back
+    // (probes, signals, timers) and the rest is decoded on a later turn.
+    size_t frames = 0;
     for (;;) {
+        if (++frames > kFramesPerTurn && !data.empty()) {
+            backlog_.assign(data);
+            if (stream_) stream_->pause_reading();
+            sched_.post(guard_.bind([this] { resume_frames(); }));
+            data = {};
+        }
         ws::Event ev = decoder_.next(data);
         switch (ev.kind) {
             case ws::Event::Kind::none:
+                if (pong && state_ == State::open) send_frame(ws::Opcode::pong, *pong);
                 return;
             case ws::Event::Kind::message:
                 if (ev.opcode == ws::Opcode::text) {
@@ -255,7 +288,7 @@ void WebSocketClient::Impl::handle_frames(std::string_view data) {
                 }
                 break;
             case ws::Event::Kind::ping:
-                if (state_ == State::open) send_frame(ws::Opcode::pong, ev.data);
+                pong = std::move(ev.data);
                 break;
             case ws::Event::Kind::pong:
                 break;
@@ -285,19 +318,39 @@ void WebSocketClient::Impl::protocol_failure(uint16_t code, const std::string& w
     finish(code, why, std::nullopt, label_ + ": WebSocket protocol error from the server: " + why);
 }
 
-void WebSocketClient::Impl::send_frame(ws::Opcode op, std::string_view payload) {
-    if (!stream_) return;
+bool WebSocketClient::Impl::send_frame(ws::Opcode op, std::string_view payload) {
+    if (!stream_ || state_ == State::closed) return false;
+    if (stream_->pending_write_bytes() + payload.size() > opts_.max_queued) {
+        overflow();
+        return false;
+    }
     std::array<uint8_t, 4> mask;
     random_bytes(mask.data(), mask.size());
     std::string frame;
     frame.reserve(payload.size() + 14);
     ws::encode_frame(frame, op, payload, true, mask);
     stream_->write(frame);
+    return true;
+}
+
+void WebSocketClient::Impl::overflow() {
+    // The peer sends and does not read: nothing more is read or queued. A close frame could not
+    // reach it either, so the socket is dropped (with what is queued) rather than flushed, and
+    // the end is reported as a policy violation on a later turn, outside the caller's send.
+    const std::string error = label_ + ": the server does not read what is sent (over " +
+                              std::to_string(opts_.max_queued) + " bytes queued); dropped";
+    stream_->pause_reading();
+    stream_.reset();
+    state_ = State::closing;
+    sent_code_ = ws_close::policy;
+    sched_.post(guard_.bind([this, error] { finish(ws_close::policy, "", std::nullopt, error); }));
 }
 
 Status WebSocketClient::Impl::send_binary(std::string_view data) {
     if (state_ != State::open) return fail(label_ + ": WebSocket is not open");
-    send_frame(ws::Opcode::binary, data);
+    if (!send_frame(ws::Opcode::binary, data)) {
+        return fail(label_ + ": the server does not read what is sent; connection dropped");
+    }
     return {};
 }
 
@@ -368,6 +421,7 @@ void WebSocketClient::Impl::finish(uint16_t code, std::string reason,
     close_timer_->stop();
     guard_.drop();
     parser_.reset();
+    backlog_.clear();
     // Let queued frames (our close) go out, then close TCP; the Stream finishes on its own.
     if (stream_) {
         stream_->close();

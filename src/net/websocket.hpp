@@ -22,19 +22,22 @@
 #include <utility>
 #include <vector>
 
-#include "core/url.hpp"
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "core/url.hpp"
 #include "loop/scheduler.hpp"
 
 namespace myr::net {
 
 struct WsConnectOptions {
-    Url url;                                           // ws:// or wss://
+    Url url;                                                   // ws:// or wss://
     std::vector<std::pair<std::string, std::string>> headers;  // e.g. Authorization: Bearer …
     std::string ca_file;                    // "" = /etc/ssl/certs/ca-certificates.crt
     bool allow_insecure_transport = false;  // ws:// to a non-loopback address
     size_t max_message = 16u << 20;         // above → close 1009
+    // Bytes we may have queued and not yet written (the peer is not reading). Above: stop reading
+    // and drop the connection, reported as 1008. Pongs are coalesced to one per read.
+    size_t max_queued = 1u << 20;
     Duration handshake_timeout = std::chrono::seconds(30);  // resolve + connect + TLS + upgrade
 };
 

@@ -166,6 +166,7 @@ void Agent::on_open() {
     sent_desc_.reset();
     sent_health_.reset();
     sent_packages_.reset();
+    uid_change_this_connection_ = false;
     log::info("opamp connected", {{"instance_uid", uid_to_text(uid_)}});
     report(true, true);
 }
@@ -196,10 +197,11 @@ void Agent::apply(const ServerToAgent& msg) {
     if (msg.error_response) {
         const ServerErrorResponse& e = *msg.error_response;
         if (e.type == ServerErrorType::unavailable) {
+            // Clamped in uint64 first: a hostile value must not overflow the millisecond count.
             Duration delay =
                 e.retry_after_nanoseconds
-                    ? Duration(std::min<uint64_t>(*e.retry_after_nanoseconds / 1'000'000,
-                                                  kMaxRetryAfter.count()))
+                    ? refusal_delay(Duration(std::min<uint64_t>(
+                          *e.retry_after_nanoseconds / 1'000'000, kMaxRetryAfter.count())))
                     : backoff_.next();
             log::warn("opamp server unavailable, disconnecting",
                       {{"error", e.error_message}, {"retry_in", ms_text(delay)}});
@@ -217,16 +219,13 @@ void Agent::apply(const ServerToAgent& msg) {
         if (!nu) {
             log::warn("ignoring new_instance_uid from the server",
                       {{"error", nu.error().message()}});
+        } else if (*nu != uid_ && uid_change_this_connection_) {
+            // A server flapping between two uids once cost an fsync per message on the loop.
+            log::warn("ignoring a second new_instance_uid on this connection",
+                      {{"new", uid_to_text(*nu)}});
         } else if (*nu != uid_) {
-            // Stored before use, so a restart never goes back to the old identity once the server
-            // has seen the new one.
-            if (auto st = store_instance_uid(opt_.state_dir, *nu); !st) {
-                log::error("cannot store the new instance uid; using it until restart",
-                           {{"error", st.error().message()}});
-            }
-            log::info("adopted instance uid from the server",
-                      {{"old", uid_to_text(uid_)}, {"new", uid_to_text(*nu)}});
-            uid_ = *nu;
+            uid_change_this_connection_ = true;
+            adopt_uid(*nu);
         }
     }
     if (msg.heartbeat_interval_seconds) {
@@ -242,7 +241,34 @@ void Agent::apply(const ServerToAgent& msg) {
     }
     if (msg.packages_available) deps_.installer->offer(*msg.packages_available);
     if (msg.command) log::info("ignoring server command", {{"type", *msg.command}});
-    report(full, full);
+    if (full && !full_report_posted_) {
+        // However many ReportFullState flags one read carries, one full report answers them.
+        full_report_posted_ = true;
+        deps_.sched->post(guard_.bind([this] {
+            full_report_posted_ = false;
+            report(true, true);
+        }));
+    }
+    if (!full_report_posted_) report(false, false);
+}
+
+void Agent::adopt_uid(const Uid& nu) {
+    // Stored before use, so a restart never goes back to the old identity once the server has
+    // seen the new one; the write and its fsyncs run on the work queue, not the loop.
+    auto result = std::make_shared<Status>();
+    deps_.sched->post_work(
+        [dir = opt_.state_dir, nu, result] { *result = store_instance_uid(dir, nu); },
+        guard_.bind([this, nu, result](bool cancelled) {
+            if (cancelled) return;
+            if (!*result) {
+                log::error("cannot store the new instance uid; using it until restart",
+                           {{"error", result->error().message()}});
+            }
+            log::info("adopted instance uid from the server",
+                      {{"old", uid_to_text(uid_)}, {"new", uid_to_text(nu)}});
+            uid_ = nu;
+            state_changed();  // service.instance.id changed
+        }));
 }
 
 void Agent::state_changed() {
@@ -351,8 +377,7 @@ void Agent::on_closed(TransportClosed info) {
         return;
     }
     if (info.http_status == 429 || info.http_status == 503) {
-        Duration d = info.retry_after ? std::clamp(*info.retry_after, Duration(0), kMaxRetryAfter)
-                                      : std::max(kDefaultRetryAfter, backoff_.next());
+        Duration d = refusal_delay(info.retry_after.value_or(kDefaultRetryAfter));
         schedule_reconnect(d, "HTTP " + std::to_string(info.http_status));
         return;
     }
@@ -367,6 +392,11 @@ void Agent::on_closed(TransportClosed info) {
         return;
     }
     schedule_reconnect(backoff_.next(), why);
+}
+
+Duration Agent::refusal_delay(Duration asked) {
+    const Duration grown = backoff_.next();
+    return std::clamp(std::max(asked, grown), kMinRetryAfter, kMaxRetryAfter);
 }
 
 void Agent::schedule_reconnect(Duration delay, const std::string& why) {

@@ -49,7 +49,10 @@ inline constexpr uint64_t kAgentCapabilities =
 inline constexpr Duration kStableConnection = std::chrono::seconds(30);
 inline constexpr Duration kDefaultRetryAfter = std::chrono::seconds(30);
 inline constexpr Duration kStopTimeout = std::chrono::seconds(3);
-// Upper bounds on what a server may ask for (Retry-After, retry_after, heartbeat interval).
+// Bounds on what a server may ask for (Retry-After, retry_after, heartbeat interval). A delay the
+// server chooses is clamped to [kMinRetryAfter, kMaxRetryAfter] and is never shorter than the
+// backoff, which every refusal advances: "retry now" from a broken server is not a tight loop.
+inline constexpr Duration kMinRetryAfter = std::chrono::seconds(1);
 inline constexpr Duration kMaxRetryAfter = std::chrono::hours(1);
 inline constexpr Duration kMaxHeartbeat = std::chrono::hours(24);
 
@@ -113,7 +116,10 @@ class Agent {
     void report(bool full, bool force);
     bool send(AgentToServer& msg);
     void arm_heartbeat();
+    void adopt_uid(const Uid& nu);
     void schedule_reconnect(Duration delay, const std::string& why);
+    // The wait after a refusal that named (or implied) a delay; advances the backoff.
+    Duration refusal_delay(Duration asked);
     void finish_stop();
     std::string read_token() const;
 
@@ -138,6 +144,12 @@ class Agent {
     std::optional<AgentDescription> sent_desc_;
     std::optional<ComponentHealth> sent_health_;
     std::optional<PackageStatuses> sent_packages_;
+    // Budgets against a server that repeats itself: ReportFullState flags coalesce into one
+    // report on the next turn; one new instance uid per connection, stored off the loop.
+    bool full_report_posted_ = false;
+    bool uid_change_this_connection_ = false;
+    // Callbacks posted to the scheduler are bound to it: none runs after the agent is gone.
+    loop::Guard guard_;
 };
 
 const char* to_string(Agent::State s);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
 #include <memory>
 
 #include "opamp.pb-c.h"
@@ -167,6 +168,133 @@ struct Unpacked {
         if (msg) free_fn(msg, nullptr);
     }
 };
+
+// ---- budgets before decoding ----
+
+// protobuf-c's allocator with a ceiling: unpack fails (and frees what it made) once a message
+// needs more than `limit` bytes. Frees are not credited back; unpack frees nothing it keeps.
+// Memory comes from malloc, so free_unpacked's default allocator (free) releases it.
+struct AllocBudget {
+    size_t used = 0;
+    size_t limit = 0;
+    bool exceeded = false;
+};
+void* budget_alloc(void* data, size_t size) {
+    auto* b = static_cast<AllocBudget*>(data);
+    if (size > b->limit - b->used) {
+        b->exceeded = true;
+        return nullptr;
+    }
+    void* p = std::malloc(size);
+    if (p) b->used += size;
+    return p;
+}
+void budget_free(void*, void* p) {
+    std::free(p);
+}
+
+// Just enough of the protobuf wire format to find and drop map entries before protobuf-c
+// allocates a struct for each one.
+bool read_varint(std::string_view& in, uint64_t& v) {
+    v = 0;
+    for (unsigned i = 0; i < 10; ++i) {
+        if (in.empty()) return false;
+        const auto b = static_cast<uint8_t>(in.front());
+        in.remove_prefix(1);
+        v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+void append_varint(std::string& out, uint64_t v) {
+    while (v >= 0x80) {
+        out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+        v >>= 7;
+    }
+    out.push_back(static_cast<char>(v));
+}
+
+struct WireField {
+    uint64_t number = 0;
+    unsigned type = 0;
+    std::string_view whole;    // key and value, as on the wire
+    std::string_view payload;  // the bytes of a length-delimited value
+};
+
+// False on bytes that are not a field; protobuf-c then refuses the message itself.
+bool next_field(std::string_view& in, WireField& f) {
+    const char* start = in.data();
+    uint64_t key = 0, v = 0;
+    if (!read_varint(in, key)) return false;
+    f.number = key >> 3;
+    f.type = static_cast<unsigned>(key & 7);
+    f.payload = {};
+    switch (f.type) {
+        case 0:
+            if (!read_varint(in, v)) return false;
+            break;
+        case 1:
+        case 5: {
+            const size_t n = f.type == 1 ? 8 : 4;
+            if (in.size() < n) return false;
+            in.remove_prefix(n);
+            break;
+        }
+        case 2:
+            if (!read_varint(in, v) || v > in.size()) return false;
+            f.payload = in.substr(0, v);
+            in.remove_prefix(v);
+            break;
+        default:
+            return false;
+    }
+    f.whole = std::string_view(start, static_cast<size_t>(in.data() - start));
+    return true;
+}
+
+constexpr uint64_t kPackagesAvailableField = 5;  // ServerToAgent.packages_available
+constexpr uint64_t kPackagesField = 1;           // PackagesAvailable.packages
+
+// The message without the packages past `max` (counted over every occurrence of the field, which
+// protobuf merges), or nullopt when there are not that many or the bytes are not protobuf.
+std::optional<std::string> drop_excess_packages(std::string_view msg, size_t max, size_t& dropped) {
+    auto offers = [](WireField& f) { return f.number == kPackagesAvailableField && f.type == 2; };
+    size_t total = 0;
+    WireField f, g;
+    for (std::string_view in = msg; !in.empty();) {
+        if (!next_field(in, f)) return std::nullopt;
+        if (!offers(f)) continue;
+        for (std::string_view sub = f.payload; !sub.empty();) {
+            if (!next_field(sub, g)) return std::nullopt;
+            if (g.number == kPackagesField) ++total;
+        }
+    }
+    if (total <= max) return std::nullopt;
+    std::string out;
+    size_t kept = 0;
+    for (std::string_view in = msg; !in.empty();) {
+        next_field(in, f);
+        if (!offers(f)) {
+            out.append(f.whole);
+            continue;
+        }
+        std::string sub;
+        for (std::string_view rest = f.payload; !rest.empty();) {
+            next_field(rest, g);
+            if (g.number != kPackagesField) {
+                sub.append(g.whole);
+            } else if (kept < max) {
+                sub.append(g.whole);
+                ++kept;
+            }
+        }
+        append_varint(out, (kPackagesAvailableField << 3) | 2);
+        append_varint(out, sub.size());
+        out.append(sub);
+    }
+    dropped = total - kept;
+    return out;
+}
 
 }  // namespace
 
@@ -349,10 +477,20 @@ Result<AgentToServer> decode_agent_to_server(std::string_view bytes) {
 }
 
 Result<ServerToAgent> decode_server_to_agent(std::string_view bytes) {
+    size_t refused = 0;
+    const std::optional<std::string> trimmed =
+        drop_excess_packages(bytes, kMaxOfferedPackages, refused);
+    if (trimmed) bytes = *trimmed;
+    AllocBudget budget{0, kMaxDecodedBytes, false};
+    ProtobufCAllocator alloc{budget_alloc, budget_free, &budget};
     Unpacked<Opamp__ServerToAgent> u{
-        opamp__server_to_agent__unpack(nullptr, bytes.size(),
+        opamp__server_to_agent__unpack(&alloc, bytes.size(),
                                        reinterpret_cast<const uint8_t*>(bytes.data())),
         opamp__server_to_agent__free_unpacked};
+    if (!u.msg && budget.exceeded) {
+        return fail("ServerToAgent: decoding needs more than " +
+                    std::to_string(kMaxDecodedBytes >> 20) + " MiB; refused");
+    }
     if (!u.msg) return fail("ServerToAgent: not a valid protobuf message");
     const Opamp__ServerToAgent& m = *u.msg;
     ServerToAgent out;
@@ -387,6 +525,12 @@ Result<ServerToAgent> decode_server_to_agent(std::string_view bytes) {
                     df.download_url = cstr(f->download_url);
                     df.content_hash = bin_str(f->content_hash);
                     df.signature = bin_str(f->signature);
+                    if (f->headers && f->headers->n_headers > kMaxFileHeaders) {
+                        return fail("ServerToAgent: offered package " + std::to_string(i + 1) +
+                                    ": " + std::to_string(f->headers->n_headers) +
+                                    " download headers, at most " +
+                                    std::to_string(kMaxFileHeaders));
+                    }
                     if (f->headers) {
                         for (size_t j = 0; j < f->headers->n_headers; ++j) {
                             df.headers.push_back(Header{cstr(f->headers->headers[j]->key),
@@ -399,6 +543,7 @@ Result<ServerToAgent> decode_server_to_agent(std::string_view bytes) {
             pa.packages.push_back(std::move(p));
         }
         pa.all_packages_hash = bin_str(m.packages_available->all_packages_hash);
+        pa.refused = refused;
         out.packages_available = std::move(pa);
     }
     if (m.agent_identification) {

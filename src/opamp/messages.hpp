@@ -139,8 +139,11 @@ struct PackageAvailable {
 };
 
 struct PackagesAvailable {
-    std::vector<PackageAvailable> packages;  // in wire order
+    std::vector<PackageAvailable> packages;  // in wire order, at most kMaxOfferedPackages
     Bytes all_packages_hash;
+    // Entries past kMaxOfferedPackages: dropped from the wire bytes before anything was decoded,
+    // so they cost neither memory nor a status each; the installer answers them with one error.
+    size_t refused = 0;
 };
 
 struct ServerToAgent {
@@ -154,6 +157,15 @@ struct ServerToAgent {
     std::optional<Bytes> new_instance_uid;  // AgentIdentification.new_instance_uid
     std::optional<int> command;             // ServerToAgentCommand.type
 };
+
+// Budgets for what one ServerToAgent may cost, whatever its wire size (at most 16 MiB, net's
+// max_message). An offer holds a handful of packages; 2-byte map entries once made a 2 MiB message
+// cost 1.3 GB. Entries past kMaxOfferedPackages are dropped before decoding; protobuf-c may
+// allocate at most kMaxDecodedBytes for the rest (a message needing more is refused whole); a
+// downloadable file may name at most kMaxFileHeaders headers.
+inline constexpr size_t kMaxOfferedPackages = 32;
+inline constexpr size_t kMaxDecodedBytes = size_t{32} << 20;
+inline constexpr size_t kMaxFileHeaders = 32;
 
 // Protobuf bytes, without the WebSocket header.
 std::string encode(const AgentToServer& msg);

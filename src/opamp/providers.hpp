@@ -46,6 +46,10 @@ class Installer {
     virtual PackageStatuses statuses() const = 0;
 };
 
+// The one PackageStatuses.error_message that answers the packages dropped past
+// kMaxOfferedPackages (an installer must not answer each of them).
+std::string refused_packages_message(size_t refused);
+
 // Answers every offered package with InstallFailed "installer not available", echoing the offered
 // version and hash, until the update pipeline provides the real installer.
 class UnavailableInstaller : public Installer {

@@ -77,11 +77,25 @@ Result<Uid> load_or_create_instance_uid(const std::string& state_dir, WallTime n
     if (!exists) return exists.fail("instance uid: " + path);
     if (*exists) {
         auto text = fsx::read_file_at(dir->get(), kInstanceUidFile, 256);
-        if (!text) return text.fail("instance uid: " + path);
-        auto uid = uid_from_text(text::trim(*text));
-        if (uid) return uid;
-        log::warn("instance uid file is damaged, creating a new identity",
-                  {{"path", path}, {"error", uid.error().message()}});
+        if (!text) {
+            // A FIFO, a directory, a symlink (never followed) or an oversized file: moved aside,
+            // not deleted, for whoever looks later. A new identity beats an agent that never
+            // starts, as for journal.json.
+            std::string aside = std::string(kInstanceUidFile) + ".damaged-" +
+                                std::to_string(now.time_since_epoch().count());
+            MYR_TRY(fsx::rename_at(dir->get(), kInstanceUidFile, dir->get(), aside, true),
+                    "instance uid: move " + path + " aside");
+            MYR_TRY(fsx::fsync_dir(dir->get()), "instance uid: move " + path + " aside");
+            log::warn(
+                "instance uid file is not a readable regular file; moved aside, creating a "
+                "new identity",
+                {{"path", path}, {"error", text.error().message()}, {"moved_to", aside}});
+        } else if (auto uid = uid_from_text(text::trim(*text)); uid) {
+            return uid;
+        } else {
+            log::warn("instance uid file is damaged, creating a new identity",
+                      {{"path", path}, {"error", uid.error().message()}});
+        }
     }
     Uid uid = new_uuid_v7(now);
     MYR_TRY(store_instance_uid(state_dir, uid), "instance uid");

@@ -168,8 +168,20 @@ Status discard_staging(const Volume& vol, const std::string& id) {
 Result<int> clear_staging(const Volume& vol) {
     auto names = fsx::list_dir(vol.staging_fd());
     if (!names) return names.fail("list .staging");
-    for (const std::string& n : *names) MYR_TRY(discard_staging(vol, n), "clear staging");
-    return static_cast<int>(names->size());
+    // Leftovers are never read again: one that cannot be removed (an immutable file, a tree too
+    // deep) is left with a warning rather than failing the start while `current` is intact.
+    int removed = 0;
+    for (const std::string& n : *names) {
+        if (auto st = discard_staging(vol, n); !st) {
+            std::string why = st.error().message();
+            if (why.size() > 300) why = why.substr(0, 300) + "…";
+            log::warn("cannot remove a staging leftover; leaving it",
+                      {{"path", ".staging/" + n}, {"error", why}});
+            continue;
+        }
+        ++removed;
+    }
+    return removed;
 }
 
 Result<Activation> activate(const Volume& vol, const ActivateRequest& req, const StepHook& hook) {

@@ -113,7 +113,7 @@ TEST_CASE("ws client: ws:// exchange of messages, then a clean close handshake")
     CHECK(loop.close() == 0);
 }
 
-TEST_CASE("ws client: answers pings, also between the fragments of a message") {
+TEST_CASE("ws client: answers the latest ping, also between the fragments of a message") {
     TestLoop loop;
     {
         TestServer server(loop.get());
@@ -128,16 +128,18 @@ TEST_CASE("ws client: answers pings, also between the fragments of a message") {
         };
         Client c(loop, options("ws", "127.0.0.1", server.port()));
         c.ws->connect();
+        // Pings read together get one pong, for the latest (RFC 6455 5.5.3): a ping flood must not
+        // queue a pong each. Pings read apart get one each.
         REQUIRE(loop.run_until([&] {
             return c.messages.size() == 1 && server.accepted() == 1 &&
-                   server.conn(0).events().size() >= 2;
+                   !server.conn(0).events().empty() &&
+                   server.conn(0).events().back().data == "hb-2";
         }));
         CHECK(c.messages[0] == "part1-part2-part3");
         const auto& evs = server.conn(0).events();
-        CHECK(evs[0].kind == Event::Kind::pong);
-        CHECK(evs[0].data == "hb-1");
-        CHECK(evs[1].kind == Event::Kind::pong);
-        CHECK(evs[1].data == "hb-2");
+        REQUIRE(evs.size() <= 2);
+        for (const auto& e : evs) CHECK(e.kind == Event::Kind::pong);
+        if (evs.size() == 2) CHECK(evs[0].data == "hb-1");
         CHECK(!c.closed);
     }
     CHECK(loop.close() == 0);

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/fault.hpp"
@@ -71,9 +74,10 @@ TEST_CASE("log: logfmt quotes what needs it, JSON escapes control characters") {
     std::string text = log::render(log::Format::text, "T", log::Level::info, "child started",
                                    {{"pid", 42}, {"path", "/a b"}, {"ok", true}});
     CHECK(text == "ts=T level=info msg=\"child started\" pid=42 path=\"/a b\" ok=true");
-    std::string json = log::render(log::Format::json, "T", log::Level::warn, "x\ny",
-                                   {{"n", 7}, {"s", "q\"\x01"}});
-    CHECK(json == "{\"ts\":\"T\",\"level\":\"warn\",\"msg\":\"x\\ny\",\"n\":7,\"s\":\"q\\\"\\u0001\"}");
+    std::string json =
+        log::render(log::Format::json, "T", log::Level::warn, "x\ny", {{"n", 7}, {"s", "q\"\x01"}});
+    CHECK(json ==
+          "{\"ts\":\"T\",\"level\":\"warn\",\"msg\":\"x\\ny\",\"n\":7,\"s\":\"q\\\"\\u0001\"}");
 }
 
 TEST_CASE("result: context is prefixed layer by layer") {
@@ -113,4 +117,41 @@ TEST_CASE("fake clock moves only when told") {
     auto t0 = c.now();
     c.advance(5s);
     CHECK(c.now() - t0 == 5s);
+}
+
+TEST_CASE("log: identical lines past the burst are counted and summarised once") {
+    log::RateLimiter rl;
+    const auto t0 = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+    size_t written = 0;
+    for (int i = 0; i < 100'000; ++i) written += rl.admit(log::Level::warn, "empty message", t0);
+    CHECK(written == log::kBurst);
+    CHECK(rl.admit(log::Level::warn, "another message", t0));  // counted per message
+    CHECK(rl.admit(log::Level::info, "empty message", t0));    // and per level
+    CHECK(rl.due(t0 + log::kWindow - std::chrono::milliseconds(1)).empty());
+    auto due = rl.due(t0 + log::kWindow);
+    REQUIRE(due.size() == 1);
+    CHECK(due[0].msg == "empty message");
+    CHECK(due[0].suppressed == 100'000 - log::kBurst);
+    CHECK(rl.due(t0 + 2 * log::kWindow).empty());                           // reported once
+    CHECK(rl.admit(log::Level::warn, "empty message", t0 + log::kWindow));  // a new window
+}
+
+TEST_CASE("log: a flood of one warning writes a handful of lines, not one each") {
+    // stderr goes to a file for the length of the flood.
+    char path[] = "/tmp/myr-log-XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    const int saved = dup(STDERR_FILENO);
+    REQUIRE(dup2(fd, STDERR_FILENO) == STDERR_FILENO);
+    for (int i = 0; i < 100'000; ++i) {
+        log::warn("ignoring undecodable OpAMP message (flood test)", {{"bytes", i}});
+    }
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    std::string text(static_cast<size_t>(lseek(fd, 0, SEEK_END)), '\0');
+    REQUIRE(pread(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()));
+    close(fd);
+    unlink(path);
+    const auto lines = std::count(text.begin(), text.end(), '\n');
+    CHECK(lines == static_cast<long>(log::kBurst));  // once 100,000
 }

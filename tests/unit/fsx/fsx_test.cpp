@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "core/fault.hpp"
+#include "core/fd.hpp"
 #include "fsx/copy.hpp"
 #include "fsx/dir.hpp"
-#include "core/fd.hpp"
 #include "fsx/file.hpp"
 #include "harness.hpp"
 
@@ -54,7 +54,7 @@ std::vector<std::string> temp_leftovers(int dirfd) {
 }
 
 mode_t mode_of(const std::string& path) {
-    struct stat st {};
+    struct stat st{};
     REQUIRE(::lstat(path.c_str(), &st) == 0);
     return st.st_mode & 07777;
 }
@@ -455,4 +455,19 @@ TEST_CASE("fsx: ENOSPC on a full tmpfs keeps the old file and leaves no temp fil
     CHECK(big.error().sys_errno() == ENOSPC);
     CHECK(myr::test::read_file(t / "vol/binary") == "old");
     CHECK(temp_leftovers(vol.get()).empty());
+}
+
+TEST_CASE("fsx: a tree too deep to remove is named once, not once per level") {
+    TempDir t;
+    std::string path = t / "deep";
+    for (int i = 0; i < 300; ++i, path += "/level") REQUIRE(::mkdir(path.c_str(), 0755) == 0);
+    UniqueFd dir = must_open_dir(t.path());
+    auto st = remove_tree_at(dir.get(), "deep");
+    REQUIRE_FALSE(st);
+    const std::string msg = st.error().message();
+    CHECK(msg.find("deeper than 256 levels") != std::string::npos);
+    INFO(msg);
+    CHECK(msg.rfind("remove deep: ", 0) == 0);
+    CHECK(msg.find("level") == msg.find("levels"));  // no "level: level: …" chain
+    CHECK(msg.size() < 120);
 }

@@ -231,7 +231,7 @@ struct Seeded {
     uint64_t hashed = 0;
 };
 Seeded seed_from(Fixture& f, const std::string& version, const std::string& bytes,
-                 config::SeedPolicy policy) {
+                 store::SeedPolicy policy) {
     journal::SeedInput in;
     in.image_path = f.tmp / "image";
     test::write_file(in.image_path, bytes, 0755);
@@ -252,12 +252,12 @@ TEST_CASE("seed: every binary is hashed once at most, and equal ones once togeth
     f.activate("0.116.0", old_bytes);
 
     SUBCASE("newest, the image's version active: the active binary only") {
-        auto s = seed_from(f, "0.116.0", old_bytes, config::SeedPolicy::newest);
+        auto s = seed_from(f, "0.116.0", old_bytes, store::SeedPolicy::newest);
         CHECK_FALSE(s.outcome.activated);
         CHECK(s.hashed == old_bytes.size());
     }
     SUBCASE("image, the image binary active: one pass for both") {
-        auto s = seed_from(f, "0.116.0", old_bytes, config::SeedPolicy::image);
+        auto s = seed_from(f, "0.116.0", old_bytes, store::SeedPolicy::image);
         CHECK_FALSE(s.outcome.activated);
         CHECK(s.outcome.rule == store::Rule::image_policy_current);
         CHECK(s.hashed == old_bytes.size());
@@ -265,7 +265,7 @@ TEST_CASE("seed: every binary is hashed once at most, and equal ones once togeth
     SUBCASE("image, other bytes under the active version: image, active, then the copy") {
         std::string changed = old_bytes;
         changed[7] = 'x';
-        auto s = seed_from(f, "0.116.0", changed, config::SeedPolicy::image);
+        auto s = seed_from(f, "0.116.0", changed, store::SeedPolicy::image);
         CHECK(s.outcome.activated);
         CHECK(s.outcome.rule == store::Rule::image_policy);
         CHECK(s.hashed == 3 * old_bytes.size());
@@ -273,7 +273,7 @@ TEST_CASE("seed: every binary is hashed once at most, and equal ones once togeth
         CHECK(test::read_file(f.dir + "/versions/0.116.0/otelcol-contrib") == changed);
     }
     SUBCASE("newest, a newer image: the active binary, then the image while it is copied") {
-        auto s = seed_from(f, "0.117.0", new_bytes, config::SeedPolicy::newest);
+        auto s = seed_from(f, "0.117.0", new_bytes, store::SeedPolicy::newest);
         CHECK(s.outcome.activated);
         CHECK(s.outcome.previous_version == "0.116.0");
         CHECK(s.hashed == old_bytes.size() + new_bytes.size());
@@ -282,11 +282,40 @@ TEST_CASE("seed: every binary is hashed once at most, and equal ones once togeth
     }
     SUBCASE("image, an older version still on the volume: its directory is reused, not copied") {
         f.activate("0.117.0", new_bytes);
-        auto s = seed_from(f, "0.116.0", old_bytes, config::SeedPolicy::image);
+        auto s = seed_from(f, "0.116.0", old_bytes, store::SeedPolicy::image);
         CHECK(s.outcome.activated);
         CHECK(s.outcome.reused);
         // The active 0.117.0, the image (to know it may reuse), versions/0.116.0 (intact?).
         CHECK(s.hashed == new_bytes.size() + 2 * old_bytes.size());
         CHECK(f.current() == "0.116.0");
     }
+}
+
+TEST_CASE("recover: a staging or spool leftover that cannot be removed does not stop the start") {
+    // A tree deeper than remove_tree goes: once every start failed, a crash loop with `current`
+    // intact.
+    Fixture f;
+    f.activate("0.115.0", "a");
+    f.journal(journal::Op::update, "preflight", "0.115.0", "0.116.0");
+    auto deep = store::create_staging(f.vol);
+    REQUIRE(deep);
+    auto plain = store::create_staging(f.vol);
+    REQUIRE(plain);
+    std::string path = f.dir + "/.staging/" + deep->id;
+    for (int i = 0; i < 300; ++i) {
+        path += "/d";
+        REQUIRE(::mkdir(path.c_str(), 0755) == 0);
+    }
+    ::mkdir((f.state + "/spool").c_str(), 0755);
+    path = f.state + "/spool/deep";
+    for (int i = 0; i < 300; ++i, path += "/d") REQUIRE(::mkdir(path.c_str(), 0755) == 0);
+    test::write_file(f.state + "/spool/abc.part", "half a download");
+    auto r = journal::recover(f.vol, f.j);
+    REQUIRE(r);
+    CHECK(r->staging_removed == 1);  // the plain one
+    CHECK(r->spool_removed == 1);    // abc.part
+    CHECK(f.current() == "0.115.0");
+    CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
+    CHECK(test::exists(f.dir + "/.staging/" + deep->id));  // left, with a warning
+    CHECK_FALSE(test::exists(f.dir + "/.staging/" + plain->id));
 }

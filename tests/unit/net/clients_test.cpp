@@ -1,14 +1,24 @@
 // The clients' timers and "answer later" paths on the fake scheduler: a 30 s connect timeout is
 // checked without waiting, and without a packet leaving the machine (the loop never runs the
 // connection attempt; it is dropped when the timer ends the request).
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <optional>
+#include <thread>
 
 #include "loop/fake_scheduler.hpp"
 #include "loop/loop.hpp"
+#include "loop/uv_scheduler.hpp"
 #include "net/http_client.hpp"
 #include "net/websocket.hpp"
+#include "net/ws_frame.hpp"
 
 using namespace myr;
 using namespace myr::net;
@@ -175,6 +185,142 @@ TEST_CASE("ws client: close() while connecting answers on a later turn with the 
         REQUIRE(out.code.has_value());
         CHECK(*out.code == ws_close::normal);
         CHECK(out.error.empty());
+    }
+    CHECK(uv.close() == 0);
+}
+
+namespace {
+
+// A server on 127.0.0.1 that completes the upgrade, then sends pings without end and never reads
+// again: every pong the client queues stays queued.
+class PingFlooder {
+  public:
+    // With `burst`, sends those bytes once after the upgrade instead of pings, then waits.
+    explicit PingFlooder(std::string burst = "") : burst_(std::move(burst)) {
+        lfd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        REQUIRE(lfd_ >= 0);
+        int small = 4096;  // inherited by the accepted socket: the client's writes back up soon
+        setsockopt(lfd_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        REQUIRE(listen(lfd_, 1) == 0);
+        socklen_t len = sizeof a;
+        REQUIRE(getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+        port_ = ntohs(a.sin_port);
+        thread_ = std::thread([this] { run(); });
+    }
+    ~PingFlooder() {
+        stop_ = true;
+        shutdown(lfd_, SHUT_RDWR);  // wakes accept()
+        thread_.join();
+        close(lfd_);
+    }
+    uint16_t port() const { return port_; }
+    uint64_t pings_sent() const { return pings_; }
+
+  private:
+    void run() {
+        const int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) return;
+        std::string req;
+        char buf[4096];
+        while (req.find("\r\n\r\n") == std::string::npos) {
+            const ssize_t n = read(fd, buf, sizeof buf);
+            if (n <= 0) {
+                close(fd);
+                return;
+            }
+            req.append(buf, static_cast<size_t>(n));
+        }
+        const size_t k = req.find("Sec-WebSocket-Key: ") + 19;
+        const std::string key = req.substr(k, req.find("\r\n", k) - k);
+        const std::string answer =
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Accept: " +
+            ws::accept_key(key) + "\r\n\r\n";
+        (void)!write(fd, answer.data(), answer.size());
+        if (!burst_.empty()) {
+            (void)!write(fd, burst_.data(), burst_.size());
+            while (!stop_) poll(nullptr, 0, 20);
+            close(fd);
+            return;
+        }
+        std::string pings;
+        for (int i = 0; i < 256; ++i) pings += "\x89\x7d" + std::string(125, 'p');
+        while (!stop_) {
+            pollfd p{fd, POLLOUT, 0};
+            if (poll(&p, 1, 50) <= 0) continue;
+            const ssize_t n = send(fd, pings.data(), pings.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (n < 0 && errno != EAGAIN) break;  // the client dropped the connection
+            if (n > 0) pings_ += static_cast<uint64_t>(n) / 127;
+        }
+        close(fd);
+    }
+
+    std::string burst_;
+    int lfd_ = -1;
+    uint16_t port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::atomic<uint64_t> pings_{0};
+    std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("ws client: a server that floods pings and never reads is dropped with 1008") {
+    loop::Loop uv;
+    {
+        loop::UvScheduler sched(uv.get());
+        PingFlooder server;
+        WsOutcome out;
+        WsConnectOptions o;
+        o.url = Url{"ws", "127.0.0.1", server.port(), "/v1/opamp"};
+        o.max_queued = 64 * 1024;  // small, so the kernel's buffers fill in a moment
+        WebSocketClient ws(uv.get(), sched, o, ws_handlers(out));
+        ws.connect();
+        // Before the cap, each of millions of pings queued its own pong and the process grew
+        // without bound; this wait then ran out.
+        REQUIRE(uv.run_until([&] { return out.code.has_value(); }, 60s));
+        MESSAGE("pings sent before the drop: " << server.pings_sent());
+        CHECK(out.opened);
+        CHECK(*out.code == ws_close::policy);
+        CHECK(out.error.find("does not read") != std::string::npos);
+        CHECK_FALSE(ws.is_open());
+    }
+    CHECK(uv.close() == 0);
+}
+
+TEST_CASE("ws client: a read of a thousand messages is delivered 64 frames a turn") {
+    loop::Loop uv;
+    {
+        // FakeScheduler: the continuation a full turn posts runs only when the test says so.
+        loop::FakeScheduler sched;
+        std::string burst;
+        for (int i = 0; i < 1000; ++i) burst += std::string("\x82\x03") + "msg";
+        PingFlooder server(burst);
+        WsOutcome out;
+        size_t messages = 0;
+        auto h = ws_handlers(out);
+        h.on_message = [&messages](std::string_view) { ++messages; };
+        WsConnectOptions o;
+        o.url = Url{"ws", "127.0.0.1", server.port(), "/v1/opamp"};
+        WebSocketClient ws(uv.get(), sched, o, std::move(h));
+        ws.connect();
+        REQUIRE(uv.run_until([&] { return messages >= 64 && sched.posted() > 0; }, 20s));
+        // Once all thousand were handled inside one read callback, the loop blocked meanwhile.
+        CHECK(messages < 1000);
+        // The rest follows on later turns (run_pending runs each posted continuation in turn).
+        for (int i = 0; i < 100 && messages < 1000; ++i) {
+            sched.run_pending();
+            if (messages < 1000) uv.run_until([&] { return sched.posted() > 0; }, 1s);
+        }
+        CHECK(messages == 1000);
+        CHECK_FALSE(out.code.has_value());
+        ws.close(ws_close::normal, "");
+        uv.run_until([&] { return out.code.has_value(); }, 1s);
+        sched.run_pending();
     }
     CHECK(uv.close() == 0);
 }

@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <functional>
 #include <map>
 
 #include "fakes.hpp"
-#include "loop/fake_scheduler.hpp"
 #include "harness.hpp"
+#include "loop/fake_scheduler.hpp"
 
 using namespace myr;
 using namespace myr::opamp;
@@ -141,6 +143,7 @@ TEST_CASE("agent: ReportFullState resends everything with the next sequence numb
     ServerToAgent s;
     s.flags = server_flag::report_full_state;
     rig.net.deliver(s);
+    rig.sched.run_pending();  // answered on the next turn
     REQUIRE(rig.sent().size() == 2);
     CHECK(rig.sent()[1].sequence_num == 2);
     CHECK(rig.sent()[1].agent_description);
@@ -211,6 +214,7 @@ TEST_CASE("agent: new_instance_uid is adopted, stored, and used after a restart"
     s.instance_uid = uid_bytes(old);
     s.new_instance_uid = uid_bytes(fresh);
     rig.net.deliver(s);
+    rig.sched.run_pending();  // stored on the work queue, then adopted
     CHECK(rig.agent->instance_uid() == fresh);
     CHECK(test::read_file(rig.dir / "instance_uid") == uid_to_text(fresh) + "\n");
     REQUIRE(rig.sent().size() == 2);  // service.instance.id changed: reported
@@ -243,6 +247,7 @@ TEST_CASE("agent: malformed and undecodable messages are ignored and the connect
     ServerToAgent s;
     s.flags = server_flag::report_full_state;
     rig.net.deliver(s);
+    rig.sched.run_pending();
     CHECK(rig.sent().size() == 2);
 }
 
@@ -539,4 +544,187 @@ TEST_CASE("agent: absurd retry and heartbeat values from the server are clamped"
     rig.net.deliver(s);
     rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
     CHECK(rig.sched.next_due() == kMaxRetryAfter);
+}
+
+namespace {
+
+// Plays a server that refuses every connection attempt in the way `refuse` does, for `minutes`
+// simulated minutes, with the shortest jitter (the worst case), and counts the attempts made in
+// each minute. Stops counting at 10,000 so that a zero-delay loop ends the test instead of hanging.
+std::vector<int> attempts_per_minute(int minutes, const std::function<void(Rig&)>& refuse) {
+    Rig rig;
+    rig.r = 0.0;
+    rig.make();
+    rig.agent->start();
+    std::vector<int> per(static_cast<size_t>(minutes), 0);
+    const MonoTime t0 = rig.sched.now();
+    size_t seen = 0;
+    for (;;) {
+        const auto minute = static_cast<size_t>((rig.sched.now() - t0) / 1min);
+        if (minute >= per.size()) return per;
+        while (seen < rig.net.conns.size()) {
+            ++seen;
+            if (++per[minute] >= 10'000) return per;
+            refuse(rig);
+        }
+        const auto due = rig.sched.next_due();
+        REQUIRE(due);
+        rig.advance(*due);
+    }
+}
+
+void check_refusal_schedule(const std::vector<int>& per) {
+    INFO("attempts per minute: " << [&] {
+        std::string s;
+        for (int n : per) s += std::to_string(n) + " ";
+        return s;
+    }());
+    CHECK(per[0] <= 12);  // 1 s floor while the backoff grows past it
+    for (size_t m = 3; m < per.size(); ++m) CHECK(per[m] <= 2);  // backoff at its 30–60 s cap
+}
+
+}  // namespace
+
+TEST_CASE("agent: a server refusing with 503 and Retry-After: 0 gets growing backoff, not a loop") {
+    check_refusal_schedule(attempts_per_minute(60, [](Rig& rig) {
+        rig.net.closed(TransportClosed{0, "", 503, 0ms, "upgrade answered with HTTP 503"});
+    }));
+}
+
+TEST_CASE("agent: a server refusing with 429 and no Retry-After waits at least 30 s each time") {
+    auto per = attempts_per_minute(60, [](Rig& rig) {
+        rig.net.closed(TransportClosed{0, "", 429, std::nullopt, "upgrade answered with HTTP 429"});
+    });
+    check_refusal_schedule(per);
+    for (int n : per) CHECK(n <= 2);
+}
+
+TEST_CASE("agent: a server answering Unavailable with retry 0 gets growing backoff, not a loop") {
+    check_refusal_schedule(attempts_per_minute(60, [](Rig& rig) {
+        rig.net.open();
+        ServerToAgent s;
+        s.error_response = ServerErrorResponse{ServerErrorType::unavailable, "busy", 0};
+        rig.net.deliver(s);
+        rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
+    }));
+}
+
+TEST_CASE("agent: a server-chosen delay still advances the backoff, and jitter spreads agents") {
+    auto delays = [](double r) {
+        Rig rig;
+        rig.r = r;
+        rig.make();
+        rig.agent->start();
+        std::vector<Duration> out;
+        for (int i = 0; i < 12; ++i) {
+            rig.net.closed(TransportClosed{0, "", 503, 2s, "upgrade answered with HTTP 503"});
+            out.push_back(*rig.sched.next_due());
+            rig.advance(out.back());
+        }
+        return out;
+    };
+    const auto lo = delays(0.0), hi = delays(0.9);
+    CHECK(lo.front() == 2s);  // the server's 2 s, while the backoff is below it
+    CHECK(lo.back() > 2s);    // then the backoff, which 2 s refusals kept growing
+    CHECK(hi.back() > lo.back());
+}
+
+namespace {
+
+// "VmRSS" (now) or "VmHWM" (the peak since the last reset_peak_rss()) in KiB.
+long rss_kib(const std::string& field) {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+    }
+    FAIL("no " << field << " in /proc/self/status");
+    return -1;
+}
+void reset_peak_rss() {
+    std::ofstream("/proc/self/clear_refs") << "5";  // Linux ≥ 4.0: VmHWM = VmRSS
+}
+
+// A framed ServerToAgent whose offer is `bytes` of empty 2-byte map entries.
+std::string offer_of_empty_entries(size_t bytes) {
+    std::string entries;
+    entries.reserve(bytes);
+    while (entries.size() + 2 <= bytes) entries.append("\x0a\x00", 2);
+    std::string msg(1, '\0');
+    msg.push_back('\x2a');  // field 5, length-delimited
+    for (uint64_t v = entries.size();; v >>= 7) {
+        msg.push_back(static_cast<char>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0)));
+        if (v < 0x80) break;
+    }
+    return msg + entries;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "agent: an offer of empty entries costs a bounded amount and is answered with one error") {
+    for (size_t mib : {2, 15}) {
+        CAPTURE(mib);
+        Rig rig;
+        rig.start_connected();
+        const std::string raw = offer_of_empty_entries(mib << 20);
+        reset_peak_rss();
+        const long before = rss_kib("VmRSS");
+        rig.net.deliver_raw(raw);
+        const long grown = rss_kib("VmHWM") - before;
+        MESSAGE("offer of " << mib << " MiB: peak RSS grew by " << grown << " KiB");
+        // Once 1.3 GB for 2 MiB and std::bad_alloc for 15 MiB; now the trimmed copy of the offer.
+        CHECK(grown < 48 * 1024);
+        REQUIRE(rig.sent().size() == 2);
+        const PackageStatuses& ps = *rig.sent()[1].package_statuses;
+        CHECK(ps.packages.size() == kMaxOfferedPackages);
+        CHECK(ps.error_message == refused_packages_message((mib << 20) / 2 - kMaxOfferedPackages));
+    }
+}
+
+TEST_CASE("agent: a flood of ReportFullState in one turn is answered with one full report") {
+    Rig rig;
+    rig.start_connected();
+    ServerToAgent s;
+    s.flags = server_flag::report_full_state;
+    for (int i = 0; i < 1000; ++i) rig.net.deliver(s);
+    CHECK(rig.sent().size() == 1);  // nothing queued per flag
+    rig.sched.run_pending();
+    REQUIRE(rig.sent().size() == 2);
+    CHECK(rig.sent()[1].agent_description);
+    rig.net.deliver(s);  // a later turn's flag gets its own report
+    rig.sched.run_pending();
+    CHECK(rig.sent().size() == 3);
+}
+
+TEST_CASE(
+    "agent: a new instance uid is stored off the loop and adopted at most once a connection") {
+    Rig rig;
+    rig.start_connected();
+    const Uid old = rig.agent->instance_uid();
+    const Uid a = uid_from_text("0190a6f4-6c1e-7a3b-9c2d-0123456789ab").value();
+    const Uid b = uid_from_text("0190a6f4-6c1e-7a3b-9c2d-ba9876543210").value();
+    ServerToAgent s;
+    s.new_instance_uid = uid_bytes(a);
+    rig.net.deliver(s);
+    // The write and its fsyncs wait on the work queue; the loop went on with the old uid.
+    CHECK(rig.sched.queued_work() == 1);
+    CHECK(rig.agent->instance_uid() == old);
+    // A server flapping between two uids: the second on this connection is ignored.
+    for (int i = 0; i < 100; ++i) {
+        s.new_instance_uid = uid_bytes(i % 2 ? a : b);
+        rig.net.deliver(s);
+    }
+    CHECK(rig.sched.queued_work() == 1);
+    rig.sched.run_pending();
+    CHECK(rig.agent->instance_uid() == a);
+    CHECK(test::read_file(rig.dir / "instance_uid") == uid_to_text(a) + "\n");
+    // The next connection may be given another.
+    rig.net.closed();
+    rig.advance(0ms);
+    rig.net.open();
+    s.instance_uid = uid_bytes(a);
+    s.new_instance_uid = uid_bytes(b);
+    rig.net.deliver(s);
+    rig.sched.run_pending();
+    CHECK(rig.agent->instance_uid() == b);
 }

@@ -171,3 +171,67 @@ TEST_CASE("messages: the WebSocket header is a zero varint") {
     CHECK_FALSE(unframe_message("\x80\x80"));
     CHECK_FALSE(unframe_message(std::string(11, '\x80') + "\x00"));
 }
+
+namespace {
+
+// A PackagesAvailable of `n` empty map entries (2 bytes each), after `prefix`.
+std::string offer_of_empty_entries(size_t n, std::string_view prefix = "") {
+    std::string entries(prefix);
+    for (size_t i = 0; i < n; ++i) entries += field_bytes(1, "");
+    return entries;
+}
+
+}  // namespace
+
+TEST_CASE("messages: packages past the per-offer cap are dropped before decoding and counted") {
+    const std::string named = field_bytes(1, field_bytes(1, "otelcol-contrib"));
+    const std::string raw =
+        field_bytes(5, offer_of_empty_entries(1'000'000, named) + field_bytes(2, "all-hash")) +
+        field_varint(6, 1);
+    auto m = decode_server_to_agent(raw);
+    REQUIRE(m);
+    REQUIRE(m->packages_available);
+    CHECK(m->packages_available->packages.size() == kMaxOfferedPackages);
+    CHECK(m->packages_available->packages[0].name == "otelcol-contrib");  // wire order kept
+    CHECK(m->packages_available->refused == 1'000'001 - kMaxOfferedPackages);
+    CHECK(m->packages_available->all_packages_hash == "all-hash");
+    CHECK(m->flags == 1);  // the rest of the message is intact
+}
+
+TEST_CASE(
+    "messages: the cap counts every occurrence of packages_available (protobuf merges them)") {
+    std::string raw;
+    for (int i = 0; i < 10; ++i) raw += field_bytes(5, offer_of_empty_entries(20));
+    auto m = decode_server_to_agent(raw);
+    REQUIRE(m);
+    CHECK(m->packages_available->packages.size() == kMaxOfferedPackages);
+    CHECK(m->packages_available->refused == 200 - kMaxOfferedPackages);
+}
+
+TEST_CASE("messages: an offer within the cap refuses nothing") {
+    auto m = decode_server_to_agent(field_bytes(5, offer_of_empty_entries(kMaxOfferedPackages)));
+    REQUIRE(m);
+    CHECK(m->packages_available->packages.size() == kMaxOfferedPackages);
+    CHECK(m->packages_available->refused == 0);
+}
+
+TEST_CASE("messages: a message that would decode to more than the budget is refused whole") {
+    // 4 M unknown 2-byte fields: protobuf-c keeps a record of each, far more than 32 MiB.
+    std::string raw;
+    raw.reserve(8u << 20);
+    for (int i = 0; i < 4'000'000; ++i) raw += field_varint(15, 0);
+    auto m = decode_server_to_agent(raw);
+    REQUIRE_FALSE(m);
+    CHECK(m.error().message().find("more than 32 MiB") != std::string::npos);
+}
+
+TEST_CASE("messages: a downloadable file with too many headers is refused") {
+    std::string headers;
+    for (size_t i = 0; i <= kMaxFileHeaders; ++i) headers += field_bytes(1, "");  // Headers.headers
+    // PackageAvailable.file (3) → DownloadableFile.headers (4)
+    const std::string pkg = field_bytes(3, field_bytes(4, headers));
+    const std::string entry = field_bytes(1, "p") + field_bytes(2, pkg);
+    auto m = decode_server_to_agent(field_bytes(5, field_bytes(1, entry)));
+    REQUIRE_FALSE(m);
+    CHECK(m.error().message().find("download headers") != std::string::npos);
+}

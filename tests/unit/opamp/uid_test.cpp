@@ -38,7 +38,7 @@ TEST_CASE("uid: created once, stored 0600, and the same after a reload") {
     REQUIRE(a);
     const std::string path = dir / "instance_uid";
     CHECK(test::read_file(path) == uid_to_text(*a) + "\n");
-    struct stat st {};
+    struct stat st{};
     REQUIRE(stat(path.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
     auto b = load_or_create_instance_uid(dir.path(), wall_now());
@@ -66,12 +66,30 @@ TEST_CASE("uid: a damaged file is replaced by a new identity") {
     CHECK(test::read_file(dir / "instance_uid") == uid_to_text(*a) + "\n");
 }
 
-TEST_CASE("uid: a symlink in place of the file is refused") {
-    test::TempDir dir;
-    test::write_file(dir / "elsewhere", "0190a6f4-6c1e-7a3b-9c2d-0123456789ab\n");
-    REQUIRE(symlink((dir / "elsewhere").c_str(), (dir / "instance_uid").c_str()) == 0);
-    auto a = load_or_create_instance_uid(dir.path(), wall_now());
-    CHECK_FALSE(a);
+TEST_CASE("uid: a symlink, a FIFO or a directory in place of the file is moved aside") {
+    // Once each of these stopped the agent for good: it never started and never retried.
+    for (const char* kind : {"symlink", "fifo", "directory"}) {
+        CAPTURE(kind);
+        test::TempDir dir;
+        const std::string target = "0190a6f4-6c1e-7a3b-9c2d-0123456789ab\n";
+        test::write_file(dir / "elsewhere", target);
+        const std::string path = dir / "instance_uid";
+        if (std::string(kind) == "symlink") {
+            REQUIRE(symlink((dir / "elsewhere").c_str(), path.c_str()) == 0);
+        } else if (std::string(kind) == "fifo") {
+            REQUIRE(mkfifo(path.c_str(), 0600) == 0);
+        } else {
+            REQUIRE(mkdir(path.c_str(), 0700) == 0);
+        }
+        auto a = load_or_create_instance_uid(dir.path(), wall_now());
+        REQUIRE(a);
+        CHECK(uid_to_text(*a) != "0190a6f4-6c1e-7a3b-9c2d-0123456789ab");  // not followed
+        CHECK(test::read_file(path) == uid_to_text(*a) + "\n");
+        CHECK(test::read_file(dir / "elsewhere") == target);  // the link's target is untouched
+        auto again = load_or_create_instance_uid(dir.path(), wall_now());
+        REQUIRE(again);
+        CHECK(*again == *a);
+    }
 }
 
 TEST_CASE("uid: a missing state directory is an error naming it") {
