@@ -256,9 +256,13 @@ void Agent::adopt_uid(const Uid& nu) {
     // Stored before use, so a restart never goes back to the old identity once the server has
     // seen the new one; the write and its fsyncs run on the work queue, not the loop.
     auto result = std::make_shared<Status>();
+    uid_adopting_ = true;
     deps_.sched->post_work(
         [dir = opt_.state_dir, nu, result] { *result = store_instance_uid(dir, nu); },
         guard_.bind([this, nu, result](bool cancelled) {
+            uid_adopting_ = false;
+            const bool full = held_full_;
+            held_full_ = false;
             if (cancelled) return;
             if (!*result) {
                 log::error("cannot store the new instance uid; using it until restart",
@@ -267,7 +271,8 @@ void Agent::adopt_uid(const Uid& nu) {
             log::info("adopted instance uid from the server",
                       {{"old", uid_to_text(uid_)}, {"new", uid_to_text(nu)}});
             uid_ = nu;
-            state_changed();  // service.instance.id changed
+            // Whatever waited goes out now, with the new uid and service.instance.id.
+            if (state_ == State::connected) report(full, full);
         }));
 }
 
@@ -297,6 +302,10 @@ AgentDescription Agent::description() const {
 
 void Agent::report(bool full, bool force) {
     if (state_ != State::connected) return;
+    if (uid_adopting_) {
+        held_full_ = held_full_ || full;
+        return;
+    }
     AgentToServer msg;
     AgentDescription desc = description();
     ComponentHealth health = deps_.status->health();

@@ -148,6 +148,10 @@ class Agent {
     // report on the next turn; one new instance uid per connection, stored off the loop.
     bool full_report_posted_ = false;
     bool uid_change_this_connection_ = false;
+    // While a new uid is being stored, reports wait: the next message the server sees must carry
+    // the uid it assigned (OpAMP), and the old one may no longer be used.
+    bool uid_adopting_ = false;
+    bool held_full_ = false;  // a full report was asked for meanwhile
     // Callbacks posted to the scheduler are bound to it: none runs after the agent is gone.
     loop::Guard guard_;
 };
