@@ -60,6 +60,8 @@ void remove_tree(const std::string& path);
 std::string read_file(const std::string& path);  // "" when missing
 void write_file(const std::string& path, const std::string& content, mode_t mode = 0644);
 bool exists(const std::string& path);  // lstat succeeds
+// The names in `dir` without "." and "..", sorted; empty when it cannot be opened.
+std::vector<std::string> list_dir(const std::string& dir);
 
 struct SpawnOptions {
     std::map<std::string, std::string> env;  // added to (or replacing in) the inherited environment

@@ -72,17 +72,7 @@ inline Marker read_marker(const std::string& path) {
     return m;
 }
 
-inline std::vector<std::string> entries(const std::string& dir) {
-    std::vector<std::string> out;
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) return out;
-    while (dirent* e = ::readdir(d)) {
-        std::string n = e->d_name;
-        if (n != "." && n != "..") out.push_back(n);
-    }
-    ::closedir(d);
-    return out;
-}
+inline std::vector<std::string> entries(const std::string& dir) { return list_dir(dir); }
 
 struct RigOptions {
     std::string endpoint = "ws://127.0.0.1:1/v1/opamp";

@@ -40,15 +40,8 @@ mode_t mode_of(const std::string& path) {
 }
 
 std::vector<std::string> entries(const std::string& dir) {
-    std::vector<std::string> out;
-    DIR* d = ::opendir(dir.c_str());
-    REQUIRE(d != nullptr);
-    while (struct dirent* e = ::readdir(d)) {
-        std::string n = e->d_name;
-        if (n != "." && n != "..") out.push_back(n);
-    }
-    ::closedir(d);
-    return out;
+    REQUIRE(exists(dir));
+    return list_dir(dir);
 }
 
 std::vector<std::string> temp_files(const std::string& dir) {

@@ -33,19 +33,6 @@ std::string node_unavailable() {
     return "";
 }
 
-std::vector<std::string> list_dir(const std::string& path) {
-    std::vector<std::string> names;
-    if (DIR* d = ::opendir(path.c_str())) {
-        while (dirent* e = ::readdir(d)) {
-            std::string n = e->d_name;
-            if (n != "." && n != "..") names.push_back(n);
-        }
-        ::closedir(d);
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
 std::string json_string(json_object* obj, const char* key) {
     json_object* v = nullptr;
     if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string)) {

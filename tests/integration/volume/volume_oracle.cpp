@@ -1,5 +1,7 @@
 #include "volume_oracle.hpp"
 
+#include "harness.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -280,18 +282,7 @@ std::vector<std::string> differences(const Tree& before, const Tree& after,
     return out;
 }
 
-std::vector<std::string> entries(const std::string& dir) {
-    std::vector<std::string> out;
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) return out;
-    while (dirent* e = ::readdir(d)) {
-        std::string n = e->d_name;
-        if (n != "." && n != "..") out.push_back(n);
-    }
-    ::closedir(d);
-    std::sort(out.begin(), out.end());
-    return out;
-}
+std::vector<std::string> entries(const std::string& dir) { return myr::test::list_dir(dir); }
 
 std::string link_target(const std::string& path) {
     char buf[4096];
