@@ -47,8 +47,13 @@ trap 'rm -rf "$ctx"' EXIT
 cp "$binary" "$ctx/myriarch-updater"
 strip "$ctx/myriarch-updater"
 revision=$(git -C "$root" describe --always --dirty=+ 2>/dev/null || echo unknown)
+# The source label is a URL people can open: a clone's origin counts only when it is one (CI
+# clones from a local path, which would tell a reader of the image nothing).
 source_url=${MYR_IMAGE_SOURCE:-$(git -C "$root" config --get remote.origin.url 2>/dev/null || true)}
-source_url=${source_url:-https://github.com/myriarch/myriarch-updater}
+case $source_url in
+    https://* | http://*) ;;
+    *) source_url=https://github.com/myriarch/myriarch-updater ;;
+esac
 
 echo "== podman build $tag" >&2
 # Without --layers=false each LABEL leaves a cached intermediate image behind, dangling.
