@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <cstdlib>
+#include <map>
 #include <memory>
 
 #include "opamp.pb-c.h"
@@ -257,6 +258,11 @@ constexpr uint64_t kPackagesField = 1;           // PackagesAvailable.packages
 
 // The message without the packages past `max` (counted over every occurrence of the field, which
 // protobuf merges), or nullopt when there are not that many or the bytes are not protobuf.
+//
+// The occurrences are merged here into one, as protobuf would merge them: the first `max` map
+// entries and the last of every other field of PackagesAvailable. Emitting one (empty)
+// occurrence per dropped one instead left protobuf-c millions of merges to do: a 14 MiB offer of
+// empty entries cost 64 MiB and 221 ms of loop time in PID 1 (integration-hostile).
 std::optional<std::string> drop_excess_packages(std::string_view msg, size_t max, size_t& dropped) {
     auto offers = [](WireField& f) { return f.number == kPackagesAvailableField && f.type == 2; };
     size_t total = 0;
@@ -270,7 +276,8 @@ std::optional<std::string> drop_excess_packages(std::string_view msg, size_t max
         }
     }
     if (total <= max) return std::nullopt;
-    std::string out;
+    std::string out, entries;
+    std::map<uint64_t, std::string_view> last_other;  // PackagesAvailable's other fields
     size_t kept = 0;
     for (std::string_view in = msg; !in.empty();) {
         next_field(in, f);
@@ -278,20 +285,20 @@ std::optional<std::string> drop_excess_packages(std::string_view msg, size_t max
             out.append(f.whole);
             continue;
         }
-        std::string sub;
         for (std::string_view rest = f.payload; !rest.empty();) {
             next_field(rest, g);
             if (g.number != kPackagesField) {
-                sub.append(g.whole);
+                last_other[g.number] = g.whole;
             } else if (kept < max) {
-                sub.append(g.whole);
+                entries.append(g.whole);
                 ++kept;
             }
         }
-        append_varint(out, (kPackagesAvailableField << 3) | 2);
-        append_varint(out, sub.size());
-        out.append(sub);
     }
+    for (const auto& [number, whole] : last_other) entries.append(whole);
+    append_varint(out, (kPackagesAvailableField << 3) | 2);
+    append_varint(out, entries.size());
+    out.append(entries);
     dropped = total - kept;
     return out;
 }

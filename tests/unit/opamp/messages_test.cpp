@@ -208,6 +208,24 @@ TEST_CASE(
     CHECK(m->packages_available->refused == 200 - kMaxOfferedPackages);
 }
 
+TEST_CASE("messages: a million one-entry occurrences decode as one offer, the last hash wins") {
+    // How a hostile server makes protobuf-c merge a million times (integration-hostile): the
+    // occurrences are merged before decoding, as protobuf would merge them.
+    std::string raw;
+    raw.reserve(8u << 20);
+    for (int i = 0; i < 1'000'000; ++i) {
+        raw += field_bytes(5, field_bytes(1, "") + field_bytes(2, i == 999'999 ? "last" : "h"));
+    }
+    raw += field_varint(6, 1);
+    auto m = decode_server_to_agent(raw);
+    REQUIRE(m);
+    REQUIRE(m->packages_available);
+    CHECK(m->packages_available->packages.size() == kMaxOfferedPackages);
+    CHECK(m->packages_available->refused == 1'000'000 - kMaxOfferedPackages);
+    CHECK(m->packages_available->all_packages_hash == "last");
+    CHECK(m->flags == 1);
+}
+
 TEST_CASE("messages: an offer within the cap refuses nothing") {
     auto m = decode_server_to_agent(field_bytes(5, offer_of_empty_entries(kMaxOfferedPackages)));
     REQUIRE(m);
