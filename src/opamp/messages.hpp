@@ -158,11 +158,17 @@ struct ServerToAgent {
     std::optional<int> command;             // ServerToAgentCommand.type
 };
 
-// Budgets for what one ServerToAgent may cost, whatever its wire size (at most 16 MiB, net's
-// max_message). An offer holds a handful of packages; 2-byte map entries once made a 2 MiB message
-// cost 1.3 GB. Entries past kMaxOfferedPackages are dropped before decoding; protobuf-c may
-// allocate at most kMaxDecodedBytes for the rest (a message needing more is refused whole); a
-// downloadable file may name at most kMaxFileHeaders headers.
+// Budgets for what one ServerToAgent may cost. Its wire size is at most kMaxServerMessage (the
+// agent's WebSocket max_message; larger closes with 1009): the agent accepts no remote
+// configuration, so the largest message it has a use for is an offer, whose biggest field is a
+// Sigstore bundle (verify/ refuses one over 1 MiB; real ones are a few KiB). Every byte of a
+// message costs loop time in one turn (decoding cannot be split across turns): a 14 MiB offer of
+// empty entries held the loop for 86 ms under net's general 16 MiB cap. An offer holds a handful
+// of packages; 2-byte map entries once made a 2 MiB message cost 1.3 GB. Entries past
+// kMaxOfferedPackages are dropped before decoding; protobuf-c may allocate at most
+// kMaxDecodedBytes for the rest (a message needing more is refused whole); a downloadable file may
+// name at most kMaxFileHeaders headers.
+inline constexpr size_t kMaxServerMessage = size_t{4} << 20;
 inline constexpr size_t kMaxOfferedPackages = 32;
 inline constexpr size_t kMaxDecodedBytes = size_t{32} << 20;
 inline constexpr size_t kMaxFileHeaders = 32;

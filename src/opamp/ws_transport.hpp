@@ -8,6 +8,7 @@
 
 #include "core/url.hpp"
 #include "loop/scheduler.hpp"
+#include "opamp/messages.hpp"
 #include "opamp/transport.hpp"
 
 namespace myr::opamp {
@@ -16,7 +17,7 @@ struct WsTransportOptions {
     Url url;
     std::string ca_file;  // "" = the system store
     bool allow_insecure_transport = false;
-    size_t max_message = 16u << 20;
+    size_t max_message = kMaxServerMessage;  // opamp/messages.hpp
 };
 
 TransportFactory ws_transport_factory(uv_loop_t* loop, loop::Scheduler& sched,
