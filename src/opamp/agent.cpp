@@ -390,9 +390,13 @@ void Agent::on_closed(TransportClosed info) {
         schedule_reconnect(d, "HTTP " + std::to_string(info.http_status));
         return;
     }
+    // The close code goes with a local error too: 1008 (our write budget) and 1009 (the message
+    // cap) are how an operator tells a budget refusal from a lost connection.
+    const bool telling_code = info.code != 0 && info.code != 1006;
     std::string why = info.http_status ? "HTTP " + std::to_string(info.http_status)
                       : !info.error.empty()
-                          ? info.error
+                          ? info.error + (telling_code ? " (close " + std::to_string(info.code) + ")"
+                                                       : std::string())
                           : "closed with code " + std::to_string(info.code) +
                                 (info.reason.empty() ? "" : " (" + info.reason + ")");
     if (was == State::connected && !immediate_used_) {
