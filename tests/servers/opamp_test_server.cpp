@@ -1,7 +1,8 @@
 // A scripted OpAMP server over WebSocket (ws:// and wss://) for the agent's integration tests.
 //
 //   opamp-test-server --port-file F --record R [--tls-cert C --tls-key K] [--on N:ACTIONS]...
-//                     [--upgrade N:STATUS[:RETRY_AFTER_S]]... [--commands FILE] [--no-reply]
+//                     [--upgrade N:STATUS[:RETRY_AFTER_S]]... [--refuse-all STATUS[:RETRY_AFTER]]
+//                     [--commands FILE] [--no-reply]
 //
 // Every AgentToServer received is decoded with the project's codec and appended to R as one JSON
 // line, next to connection events ("open" with the Authorization header, "rejected", "closed",
@@ -14,6 +15,17 @@
 // ACTIONS, joined with '+': full | heartbeat=S | offer=NAME,VERSION,HASH[,TYPE] | new_uid=UUID |
 //   unavailable=MS (retry_after; -1 = none) | bad_request | close=CODE | drop | garbage=HEX |
 //   nonzero_header | oversize=BYTES | text | quit
+//
+// Hostile actions, for the budget tests (docs/opamp.md, "Budgets"):
+//   flood=KIND,N       N frames of KIND written at once: ping | full (ReportFullState) |
+//                      uid (new_instance_uid, alternating between two values) |
+//                      entries (one offer of N empty map entries, 4 bytes each) |
+//                      bignames (one offer of 32 packages named with N bytes each, so that
+//                      every report the agent sends afterwards is 32 x N bytes)
+//   stream=KIND,S      a flood of 1000 frames of KIND every 10 ms for S seconds
+//   stop_reading       this connection is never read again (its peer's writes pile up)
+// --refuse-all answers every upgrade with STATUS and, when given, the literal Retry-After text
+// (seconds, an HTTP date, or anything else).
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <signal.h>
@@ -55,6 +67,9 @@ struct Options {
     std::map<int, std::string> on;
     std::string each;  // ACTIONS for every AgentToServer without an --on entry
     std::map<int, Upgrade> upgrades;
+    int refuse_all = 0;              // status for every upgrade; 0 = none
+    std::string refuse_retry_after;  // literal Retry-After of those answers ("" = none)
+    bool refuse_retry_after_set = false;
     bool reply = true;
     size_t max_message = 16u << 20;
 };
@@ -285,13 +300,106 @@ class Conn {
                 send_frame(ws::Opcode::text, "hello");
             } else if (key == "quit") {
                 uv_stop(g_loop);
+            } else if (key == "flood") {
+                auto comma = val.find(',');
+                flood(val.substr(0, comma),
+                      comma == std::string::npos ? 1 : std::stoull(val.substr(comma + 1)),
+                      instance_uid);
+            } else if (key == "stream") {
+                auto comma = val.find(',');
+                stream_kind_ = val.substr(0, comma);
+                stream_uid_ = instance_uid;
+                double secs = comma == std::string::npos ? 1 : std::stod(val.substr(comma + 1));
+                stream_until_ = std::chrono::steady_clock::now() +
+                                std::chrono::milliseconds(static_cast<long long>(secs * 1000));
+                start_stream();
+            } else if (key == "stop_reading") {
+                uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+                json_object* o = json_object_new_object();
+                record(o, id_, "stopped_reading");
             }
         }
+    }
+
+    // N frames of one kind in one write, as one TCP read's worth (or many) on the agent's side.
+    void flood(const std::string& kind, size_t n, const std::string& instance_uid) {
+        std::string out;
+        if (kind == "entries") {
+            // PackagesAvailable (ServerToAgent field 5) repeated with one empty map entry each:
+            // protobuf merges them into one offer of n entries.
+            std::string body(1, '\0');
+            body.reserve(1 + 4 * n);
+            for (size_t i = 0; i < n; ++i) body.append("\x2a\x02\x0a\x00", 4);
+            ws::encode_frame(out, ws::Opcode::binary, body);
+        } else if (kind == "bignames") {
+            ServerToAgent m;
+            m.instance_uid = instance_uid;
+            m.packages_available = PackagesAvailable{};
+            for (int i = 0; i < 32; ++i) {
+                PackageAvailable pa;
+                pa.name = std::to_string(i) + "-" + std::string(n, 'n');
+                pa.version = "1.0.0";
+                m.packages_available->packages.push_back(pa);
+            }
+            ws::encode_frame(out, ws::Opcode::binary, frame_message(encode(m)));
+        } else if (kind == "ping") {
+            for (size_t i = 0; i < n; ++i) ws::encode_frame(out, ws::Opcode::ping, "p");
+        } else if (kind == "full" || kind == "uid") {
+            for (size_t i = 0; i < n; ++i) {
+                ServerToAgent m;
+                m.instance_uid = instance_uid;
+                if (kind == "full") {
+                    m.flags = server_flag::report_full_state;
+                } else {
+                    m.new_instance_uid = std::string(16, static_cast<char>(0x10 + (i & 1)));
+                }
+                ws::encode_frame(out, ws::Opcode::binary, frame_message(encode(m)));
+            }
+        } else {
+            std::fprintf(stderr, "opamp-test-server: unknown flood kind %s\n", kind.c_str());
+            return;
+        }
+        json_object* o = json_object_new_object();
+        json_object_object_add(o, "kind", json_object_new_string(kind.c_str()));
+        json_object_object_add(o, "frames", json_object_new_int64(static_cast<int64_t>(n)));
+        json_object_object_add(o, "bytes", json_object_new_int64(static_cast<int64_t>(out.size())));
+        record(o, id_, "flood");
+        send_raw(out);
+    }
+
+    void start_stream() {
+        if (stream_timer_ != nullptr) return;
+        // On the heap, freed in its own close callback: the connection may be freed first.
+        stream_timer_ = new uv_timer_t;
+        uv_timer_init(g_loop, stream_timer_);
+        stream_timer_->data = this;
+        uv_timer_start(
+            stream_timer_,
+            [](uv_timer_t* t) {
+                auto* c = static_cast<Conn*>(t->data);
+                // A peer that stopped reading makes our own queue grow: cap it, the test is about
+                // the agent's memory, not ours.
+                if (c->shut_ || std::chrono::steady_clock::now() >= c->stream_until_ ||
+                    c->queued_ > (64u << 20)) {
+                    if (c->shut_ || std::chrono::steady_clock::now() >= c->stream_until_)
+                        c->stop_stream();
+                    return;
+                }
+                c->flood(c->stream_kind_, 1000, c->stream_uid_);
+            },
+            10, 10);
+    }
+    void stop_stream() {
+        if (stream_timer_ == nullptr) return;
+        uv_close(reinterpret_cast<uv_handle_t*>(stream_timer_),
+                 [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+        stream_timer_ = nullptr;
     }
 
     void shutdown() {
         if (shut_) return;
         shut_ = true;
+        stop_stream();
         json_object* o = json_object_new_object();
         record(o, id_, "closed");
         uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), [](uv_handle_t* h) {
@@ -429,6 +537,18 @@ class Conn {
         json_object_object_add(o, "authorization",
                                json_object_new_string(h["authorization"].c_str()));
         json_object_object_add(o, "attempt", json_object_new_int(g_upgrades));
+        if (g_opt.refuse_all != 0) {
+            json_object_object_add(o, "status", json_object_new_int(g_opt.refuse_all));
+            record(o, id_, "rejected");
+            std::string resp = "HTTP/1.1 " + std::to_string(g_opt.refuse_all) + " Test\r\n";
+            if (g_opt.refuse_retry_after_set)
+                resp += "Retry-After: " + g_opt.refuse_retry_after + "\r\n";
+            resp += "Content-Length: 4\r\nConnection: close\r\n\r\nnope";
+            send_raw(resp);
+            end_after_write_ = true;
+            maybe_end();
+            return false;
+        }
         auto it = g_opt.upgrades.find(g_upgrades);
         if (it != g_opt.upgrades.end()) {
             json_object_object_add(o, "status", json_object_new_int(it->second.status));
@@ -479,16 +599,19 @@ class Conn {
         w->req.data = this;
         uv_buf_t b = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
         ++pending_;
+        queued_ += w->data.size();
         int rc =
             uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&tcp_), &b, 1, [](uv_write_t* r, int) {
                 auto* w = reinterpret_cast<Write*>(r);
                 auto* c = static_cast<Conn*>(r->data);
+                c->queued_ -= w->data.size();
                 delete w;
                 --c->pending_;
                 c->maybe_end();
             });
         if (rc != 0) {
             --pending_;
+            queued_ -= w->data.size();
             delete w;
         }
     }
@@ -514,6 +637,10 @@ class Conn {
     bool shut_ = false;
     bool end_after_write_ = false;
     int pending_ = 0;
+    size_t queued_ = 0;  // bytes handed to uv_write and not yet written
+    uv_timer_t* stream_timer_ = nullptr;
+    std::string stream_kind_, stream_uid_;
+    std::chrono::steady_clock::time_point stream_until_{};
 };
 
 uv_tcp_t g_server;
@@ -606,6 +733,14 @@ int main(int argc, char** argv) {
             if (std::sscanf(v.c_str(), "%d:%d:%d", &n, &u.status, &u.retry_after) < 2)
                 usage("--upgrade N:STATUS[:S]");
             g_opt.upgrades[n] = u;
+        } else if (a == "--refuse-all") {
+            std::string v = val();
+            auto c = v.find(':');
+            g_opt.refuse_all = std::stoi(v.substr(0, c));
+            if (c != std::string::npos) {
+                g_opt.refuse_retry_after = v.substr(c + 1);
+                g_opt.refuse_retry_after_set = true;
+            }
         } else
             usage(("unknown argument " + a).c_str());
     }
