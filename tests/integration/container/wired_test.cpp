@@ -299,3 +299,42 @@ TEST_CASE(
         [&] { return latest([](json_object* m) { return flag(m, "agent_disconnect"); }); }, 10s));
     server.stop();
 }
+
+TEST_CASE("container: staging leftovers that cannot be removed do not stop the start") {
+    // Housekeeping never blocks a start (docs/volume.md): an immutable file under .staging and a
+    // tree deeper than remove_tree goes are left with a warning, and the intact active version
+    // starts. Before, either one failed recovery on every start: a crash loop with
+    // `current` intact.
+    if (!can_run_pid1()) return;
+    Rig rig;
+    rig.configure(rig.image("0.116.0"));
+    start_and_stop(rig);
+    const std::string leftover = rig.install + "/.staging/leftover";
+    run({"mkdir", "-p", leftover});
+    write_file(leftover + "/otelcol-contrib", "half a binary");
+    if (run({"chattr", "+i", leftover + "/otelcol-contrib"}).exit_code != 0) {
+        MYR_SKIP("chattr +i is not supported on this file system");
+    }
+    // Mutable again whatever happens, so that the test's directory can be removed.
+    struct Unfreeze {
+        std::string path;
+        ~Unfreeze() { run({"chattr", "-i", path}); }
+    } unfreeze{leftover + "/otelcol-contrib"};
+    std::string deep = rig.install + "/.staging/deep";
+    for (int i = 0; i < 300; ++i, deep += "/d") REQUIRE(::mkdir(deep.c_str(), 0755) == 0);
+    std::string log;
+    {
+        Updater u(rig.config());
+        const bool ready = rig.ready(40s);
+        log = u.log();
+        CHECK_MESSAGE(ready, "never ready; log:\n" << log);
+        CHECK(u.stop() == 0);
+        log = u.log();
+    }
+    CHECK(rig.current() == "versions/0.116.0");
+    CHECK(log.find("cannot remove a staging leftover; leaving it") != std::string::npos);
+    CHECK(log.find("path=.staging/leftover") != std::string::npos);
+    CHECK(log.find("path=.staging/deep") != std::string::npos);
+    CHECK(exists(rig.install + "/.staging/deep"));
+    CHECK(exists(leftover + "/otelcol-contrib"));
+}
