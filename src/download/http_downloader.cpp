@@ -3,13 +3,11 @@
 #include <strings.h>
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <optional>
 #include <utility>
 
 #include "core/random.hpp"
-#include "core/text.hpp"
 #include "download/spool.hpp"
 #include "net/http_client.hpp"
 #include "net/stream.hpp"
@@ -27,10 +25,6 @@ bool iequals(std::string_view a, std::string_view b) {
 bool is_redirect(int status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
-
-// A blocking step for the work queue and the slot its outcome comes back in.
-template <class T>
-using Slot = std::shared_ptr<std::optional<Result<T>>>;
 
 }  // namespace
 
@@ -300,6 +294,11 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
         redirect_to_ = resolve_location(url_, *loc);
         return stop(Next::redirect);
     }
+    // Without a Range sent, neither 416 nor 206 can mean "start from zero": that would ask the
+    // same again for ever. It is a server fault, retried within the budget of tries.
+    if (st == 416 && range_from_ == 0) {
+        return stop(Next::retry, Error(Errc::network, label() + ": HTTP 416 without a Range"));
+    }
     if (st == 416) return stop(Next::restart);
     if (st >= 500) {
         return stop(Next::retry, Error(Errc::network, label() + ": HTTP " + std::to_string(st) +
@@ -320,7 +319,10 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
         auto cr = head.header("Content-Range");
         auto range = cr ? parse_content_range(*cr) : std::nullopt;
         // A 206 to a request without Range, or for other bytes than asked: start from zero.
-        if (range_from_ == 0 || !range || range->first != range_from_) return stop(Next::restart);
+        if (range_from_ == 0) {
+            return stop(Next::retry, Error(Errc::network, label() + ": HTTP 206 without a Range"));
+        }
+        if (!range || range->first != range_from_) return stop(Next::restart);
         base_ = range_from_;
         total_ = range->total;
     } else {
@@ -493,6 +495,10 @@ void HttpDownloader::Transfer::settle() {
             fail_with(e.context("after " + std::to_string(failures_) + " tries"), false);
             return;
         }
+        // Each try starts at the offered URL again with its own 3 redirects: a CDN that
+        // redirects every request to a fresh signed URL must not use up the offer's budget.
+        url_ = offer_;
+        redirects_ = 0;
         const Duration wait =
             backoff_delay(failures_, opts_.backoff_base, opts_.backoff_max, random_unit());
         backoff_timer_->start(wait, [this] { request(); });

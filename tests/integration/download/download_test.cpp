@@ -282,6 +282,13 @@ TEST_CASE("download: redirects are checked by the policy, at most 3, headers sta
         CHECK(contains(s, "\"authorization\": \"Bearer secret\", \"host\": \"127.0.0.1"));
         CHECK(contains(s, "\"authorization\": null, \"host\": \"localhost"));
     }
+    SUBCASE("each try follows its own redirects, from the offered URL") {
+        // Four tries, each redirected once: the 3-redirect limit is per try, not per offer.
+        auto f = rig.get("?redirect=%2Fartifacts%2Fa.bin%3Fcut%3D200000%2C200000%2C200000");
+        require_ok(f, rig.hex, rig.data.size());
+        CHECK(rig.server->requests() == 8);
+        CHECK(rig.server->bytes_served() == rig.data.size());
+    }
     SUBCASE("outside the prefixes: refused, nothing fetched there") {
         auto f = rig.get("?redirect=%2Fsecret%2Fa.bin");
         CHECK(require_error(f).code() == Errc::invalid);
