@@ -62,6 +62,15 @@ void serve(TestServer& server) {
     };
 }
 
+// The test server of serve() speaking TLS with the test CA's server certificate.
+std::unique_ptr<TestServer> tls_server(TestLoop& loop, const TestPki& pki) {
+    auto cfg = TlsConfig::server(pki.server_cert, pki.server_key);
+    REQUIRE(cfg.ok());
+    auto server = std::make_unique<TestServer>(loop.get(), *cfg);
+    serve(*server);
+    return server;
+}
+
 }  // namespace
 
 TEST_CASE("http client: Content-Length and chunked bodies") {
@@ -179,10 +188,8 @@ TEST_CASE("http client: https with a test CA; http:// off-machine refused") {
     const TestPki pki = make_test_pki(dir.path());
     TestLoop loop;
     {
-        auto cfg = TlsConfig::server(pki.server_cert, pki.server_key);
-        REQUIRE(cfg.ok());
-        TestServer server(loop.get(), *cfg);
-        serve(server);
+        auto tls = tls_server(loop, pki);
+        TestServer& server = *tls;
         HttpOptions opts;
         opts.ca_file = pki.ca;
         Done ok, insecure;
@@ -210,10 +217,8 @@ TEST_CASE("http client: a CA bundle loaded once off the loop serves every connec
     const TestPki pki = make_test_pki(dir.path());
     TestLoop loop;
     {
-        auto cfg = TlsConfig::server(pki.server_cert, pki.server_key);
-        REQUIRE(cfg.ok());
-        TestServer server(loop.get(), *cfg);
-        serve(server);
+        auto tls = tls_server(loop, pki);
+        TestServer& server = *tls;
         std::optional<Result<std::shared_ptr<TlsConfig>>> loaded, missing;
         load_tls_client(loop.sched(), pki.ca, [&](auto r) { loaded.emplace(std::move(r)); });
         load_tls_client(loop.sched(), dir / "absent.pem",
