@@ -407,11 +407,12 @@ void HttpDownloader::Transfer::on_written(Result<uint64_t> r) {
     }
     on_disk_ = *r;
     report_progress(false);
+    // The next write takes the buffer first, so reading resumes while it runs.
+    kick();
     if (paused_ && buffer_.size() < opts_.buffer_bytes) {
         paused_ = false;
         if (client_) client_->resume();
     }
-    kick();
     settle();
 }
 

@@ -96,8 +96,9 @@ while [ $r -le "$rounds" ]; do
     b=$(echo "$t0 $t1" | awk '{ printf "%.3f", $2 - $1 }')
     echo "round $r: driver ${d}s  curl+sha256sum+sync ${b}s  rss $(field "$out" peak_rss_kb) KB  lag p99 $(field "$out" lag_p99_ms) ms max $(field "$out" lag_max_ms) ms"
     echo "$d" >> "$base/d.times"; echo "$b" >> "$base/b.times"
-    field "$out" lag_p99_ms >> "$base/lag"; field "$out" lag_max_ms >> "$base/lagmax"
-    field "$out" peak_rss_kb >> "$base/rss"
+    echo "$(field "$out" lag_p99_ms)" >> "$base/lag"
+    echo "$(field "$out" lag_max_ms)" >> "$base/lagmax"
+    echo "$(field "$out" peak_rss_kb)" >> "$base/rss"
     r=$((r + 1))
 done
 dm=$(median < "$base/d.times"); bm=$(median < "$base/b.times")

@@ -19,6 +19,7 @@ own requests (1-based), so one URL scripts a whole sequence of answers. Options,
   drip=N         the first N body bytes one per second, then the rest
   change=K       from request K on, serve D/<name>.v2 (another ETag)
   noetag         neither ETag nor Last-Modified
+  weak           a weak ETag (W/"...") and Last-Modified
   status=CODE    answer CODE with an empty body
 
 --stats FILE is rewritten (atomically) after every request with the same JSON as GET /_stats, for
@@ -134,6 +135,8 @@ class Handler(BaseHTTPRequestHandler):
         size = os.path.getsize(path)
         tag = etag_of(path)
         validators = [] if "noetag" in opts else [("ETag", tag), ("Last-Modified", LAST_MODIFIED)]
+        if "weak" in opts:
+            validators = [("ETag", "W/" + tag), ("Last-Modified", LAST_MODIFIED)]
         start = 0
         status = 200
         rng = self.headers.get("Range")

@@ -85,6 +85,14 @@ TEST_CASE("download: a file changed between requests (new ETag) is fetched anew"
     CHECK(rig.server->bytes_served() == 300000 + v2.size());
 }
 
+TEST_CASE("download: with only a weak ETag, If-Range carries Last-Modified") {
+    Rig rig;
+    auto f = rig.get("?cut=300000&weak");
+    require_ok(f, rig.hex, rig.data.size());
+    CHECK(contains(rig.server->stats(), "\"if_range\": \"Tue, 01 Dec 2026 10:00:00 GMT\""));
+    CHECK(rig.server->bytes_served() == rig.data.size());
+}
+
 TEST_CASE("download: without a validator a cut download starts again from zero") {
     Rig rig;
     auto f = rig.get("?cut=300000&noetag");
