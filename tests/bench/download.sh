@@ -109,4 +109,24 @@ echo "median: driver ${dm}s ($(echo "$size_mb $dm" | awk '{ printf "%.0f", $1 / 
 echo "ratio driver/baseline: $(echo "$dm $bm" | awk '{ printf "%.2f", $1 / $2 }') (goal <= 1.1)"
 echo "peak RSS: ${small_rss} KB at ${small_mb} MB, ${big_rss} KB at ${size_mb} MB (goal <= 8192 KB, flat)"
 echo "loop lag (10 ms timer on the download loop): p99 median $(median < "$base/lag") ms, max $(sort -n "$base/lagmax" | tail -n 1) ms"
+# /healthz of the product's probe server on the download's loop, probed from outside during one
+# more download of the big file.
+rm -rf "$base/state"; mkdir -p "$base/state"; rm -f "$base/hz.port" "$base/go" "$base/stop"
+"$driver" --state "$base/state" --url "${prefix}big.bin" --hash "$big_hex" --prefix "$prefix" \
+    --ca "$base/pki/ca.pem" --max 2000000000 --healthz-port-file "$base/hz.port" \
+    --start-file "$base/go" > "$base/hz.driver" &
+driver_pid=$!
+i=0
+while [ ! -s "$base/hz.port" ]; do
+    i=$((i + 1)); [ $i -lt 100 ] || { echo "download.sh: no probe port" >&2; exit 1; }
+    sleep 0.1
+done
+python3 "$here/tests/bench/healthz_probe.py" "$(cat "$base/hz.port")" "$base/stop" > "$base/hz.out" &
+probe_pid=$!
+sleep 0.5
+touch "$base/go"
+wait "$driver_pid" || { echo "download.sh: driver failed: $(cat "$base/hz.driver")" >&2; exit 1; }
+touch "$base/stop"
+wait "$probe_pid"
+echo "during a ${size_mb} MB download ($(field "$(cat "$base/hz.driver")" seconds) s): $(cat "$base/hz.out") (goal p99 <= 100 ms)"
 [ "$big_rss" -le 8192 ] && [ "$small_rss" -le 8192 ] || { echo "download.sh: RSS over 8 MB" >&2; exit 1; }

@@ -1,7 +1,11 @@
 // Runs the real downloader once, on its own libuv loop, for the benchmark and for manual checks:
 //
 //   download-driver --state DIR --url URL --hash HEX [--prefix URL]... [--ca FILE] [--max BYTES]
-//                   [--plain]
+//                   [--healthz-port-file F] [--start-file F]
+//
+// With --healthz-port-file the product's probe server (health::ProbeServer, /healthz answering
+// 200) listens on 127.0.0.1 on the same loop, its port written to F; with --start-file the
+// download waits until F exists, so a prober can be started first.
 //
 // Prints one JSON line: {"ok":true,"sha256":…,"size":…,"seconds":…,"peak_rss_kb":…,
 // "lag_p99_ms":…,"lag_max_ms":…,"progress":N} or {"ok":false,"error":…}; exit 0 or 1. The lag
@@ -19,7 +23,13 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <fstream>
+
 #include "download/http_downloader.hpp"
+#include "health/probe_server.hpp"
+#include "loop/loop.hpp"
 #include "loop/uv_scheduler.hpp"
 
 using namespace myr;
@@ -51,6 +61,7 @@ int main(int argc, char** argv) {
     DownloaderOptions o;
     Request req;
     req.max_size = 1ull << 30;
+    std::string healthz_port_file, start_file;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string k = argv[i], v = argv[i + 1];
         if (k == "--state") {
@@ -63,6 +74,10 @@ int main(int argc, char** argv) {
             o.ca_file = v;
         } else if (k == "--max") {
             req.max_size = std::stoull(v);
+        } else if (k == "--healthz-port-file") {
+            healthz_port_file = v;
+        } else if (k == "--start-file") {
+            start_file = v;
         } else if (k == "--prefix") {
             auto u = parse_url(v);
             if (!u) {
@@ -78,15 +93,36 @@ int main(int argc, char** argv) {
     }
     o.policy.allow_plain_http = true;  // the benchmark's endpoint is loopback
 
-    uv_loop_t loop;
-    uv_loop_init(&loop);
+    loop::Loop loop;
     std::optional<Result<Artifact>> done;
     size_t progress = 0;
     std::vector<double> lag_ms;
-    const auto t0 = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point t0;  // when the download starts
     {
-        loop::UvScheduler sched(&loop);
-        HttpDownloader dl(&loop, sched, o);
+        loop::UvScheduler sched(loop.get());
+        std::optional<health::ProbeServer> probes;
+        if (!healthz_port_file.empty()) {
+            health::Probes p;
+            p.healthz = [] { return health::Answer{true, "ok"}; };
+            p.readyz = p.healthz;
+            probes.emplace(loop, sched, p);
+            auto st = probes->listen(HostPort{"127.0.0.1", 0});
+            if (!st) {
+                std::fprintf(stderr, "download-driver: %s\n", st.error().message().c_str());
+                return 1;
+            }
+            std::ofstream(healthz_port_file + ".tmp") << probes->port();
+            std::rename((healthz_port_file + ".tmp").c_str(), healthz_port_file.c_str());
+        }
+        if (!start_file.empty()) {
+            // Serve probes while waiting for the prober's go-ahead.
+            auto wait = sched.timer();
+            bool go = false;
+            wait->start_repeating(std::chrono::milliseconds(10),
+                                  [&] { go = access(start_file.c_str(), F_OK) == 0; });
+            while (!go) uv_run(loop.get(), UV_RUN_ONCE);
+        }
+        HttpDownloader dl(loop.get(), sched, o);
         auto probe = sched.timer();
         auto last = std::chrono::steady_clock::now();
         constexpr auto tick = std::chrono::milliseconds(10);
@@ -102,14 +138,15 @@ int main(int argc, char** argv) {
             done.emplace(std::move(r));
             probe->stop();
         };
+        t0 = std::chrono::steady_clock::now();
         auto d = dl.start(req, h);
-        while (!done && uv_run(&loop, UV_RUN_ONCE) != 0) {
+        while (!done && uv_run(loop.get(), UV_RUN_ONCE) != 0) {
         }
         d.reset();
         probe.reset();
+        probes.reset();
     }
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
+    (void)loop.close();
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rusage ru{};
