@@ -110,6 +110,7 @@ class HttpDownloader::Transfer final : public Download {
     void report_progress(bool force);
     // Ends with an error; `remove_part` also removes the .part first (size refusal, disk errors).
     void fail_with(Error e, bool remove_part);
+    void remove_and_fail(Error e);
     void deliver(Result<Artifact> r);
 
     HttpDownloader& parent_;
@@ -148,6 +149,7 @@ class HttpDownloader::Transfer final : public Download {
     uint64_t last_report_bytes_ = 0;
 
     bool finished_ = false;
+    std::optional<Error> removal_after_write_;  // fail_with(remove) while a write was running
     loop::Guard guard_;
 };
 
@@ -390,6 +392,10 @@ void HttpDownloader::Transfer::kick() {
         },
         guard_.bind([this, slot](bool cancelled) {
             writing_ = false;
+            if (removal_after_write_) {
+                remove_and_fail(*std::exchange(removal_after_write_, std::nullopt));
+                return;
+            }
             if (cancelled || !*slot) {
                 fail_with(Error(Errc::cancelled, label() + ": cancelled"), false);
                 return;
@@ -537,6 +543,16 @@ void HttpDownloader::Transfer::fail_with(Error e, bool remove_part) {
         sched_.post(guard_.bind([this, e = std::move(e)] { deliver(fail(e)); }));
         return;
     }
+    // One job at a time on the file: a write still running finishes first (jobs run on
+    // different pool threads, and the part must not be removed under a write).
+    if (writing_) {
+        removal_after_write_ = std::move(e);
+        return;
+    }
+    remove_and_fail(std::move(e));
+}
+
+void HttpDownloader::Transfer::remove_and_fail(Error e) {
     // The error is reported once the part is gone, so the caller never sees it half there.
     sched_.post_work([file = file_] { file->remove(); },
                      guard_.bind([this, e = std::move(e)](bool) { deliver(fail(e)); }));

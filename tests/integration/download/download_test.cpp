@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <sys/mount.h>
 
+#include "core/fault.hpp"
 #include "download_rig.hpp"
 
 using namespace myr;
@@ -244,3 +245,20 @@ TEST_CASE("download: a full disk ends the download, removes the part, touches no
     CHECK(::umount2(small.c_str(), MNT_DETACH) == 0);
 }
 
+
+TEST_CASE("download: a failed write or commit removes the part and is not retried") {
+    for (const char* spec : {"download.write:fail@3", "download.commit:fail"}) {
+        CAPTURE(spec);
+        Rig rig;
+        ::setenv("MYRIARCH_FAULT", spec, 1);
+        fault::reload();
+        auto f = rig.get("");
+        ::unsetenv("MYRIARCH_FAULT");
+        fault::reload();
+        const Error& e = require_error(f);
+        CHECK(e.code() == Errc::injected);
+        CHECK(contains(e.message(), "download: http://127.0.0.1:"));
+        CHECK(list_dir(rig.state + "/spool").empty());
+        CHECK(rig.server->requests() == 1);
+    }
+}
