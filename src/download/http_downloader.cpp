@@ -9,7 +9,6 @@
 
 #include "core/random.hpp"
 #include "download/spool.hpp"
-#include "net/http_client.hpp"
 #include "net/stream.hpp"
 #include "net/tls.hpp"
 
@@ -123,7 +122,7 @@ class HttpDownloader::Transfer final : public Download {
     int redirects_ = 0;
     int failures_ = 0;
     std::shared_ptr<SpoolFile> file_;  // shared with the job writing to it
-    std::unique_ptr<net::HttpClient> client_;
+    std::unique_ptr<HttpFetch> client_;
     std::unique_ptr<loop::Timer> backoff_timer_;
 
     // The response being read.
@@ -153,8 +152,45 @@ class HttpDownloader::Transfer final : public Download {
     loop::Guard guard_;
 };
 
-HttpDownloader::HttpDownloader(uv_loop_t* loop, loop::Scheduler& sched, DownloaderOptions options)
-    : loop_(loop), sched_(sched), opts_(std::move(options)) {}
+namespace {
+
+class ClientFetch final : public HttpFetch {
+  public:
+    ClientFetch(uv_loop_t* loop, loop::Scheduler& sched, net::HttpRequest rq, net::HttpOptions o,
+                net::HttpClient::Handlers h)
+        : client_(loop, sched, std::move(rq), std::move(o), std::move(h)) {}
+    void start() { client_.start(); }
+    void pause() override { client_.pause(); }
+    void resume() override { client_.resume(); }
+
+  private:
+    net::HttpClient client_;
+};
+
+class ClientFetcher final : public HttpFetcher {
+  public:
+    ClientFetcher(uv_loop_t* loop, loop::Scheduler& sched) : loop_(loop), sched_(sched) {}
+    std::unique_ptr<HttpFetch> start(net::HttpRequest rq, net::HttpOptions o,
+                                     net::HttpClient::Handlers h) override {
+        auto f = std::make_unique<ClientFetch>(loop_, sched_, std::move(rq), std::move(o),
+                                               std::move(h));
+        f->start();
+        return f;
+    }
+
+  private:
+    uv_loop_t* loop_;
+    loop::Scheduler& sched_;
+};
+
+}  // namespace
+
+HttpDownloader::HttpDownloader(uv_loop_t* loop, loop::Scheduler& sched, DownloaderOptions options,
+                               HttpFetcher* fetcher)
+    : sched_(sched),
+      opts_(std::move(options)),
+      own_fetcher_(fetcher ? nullptr : std::make_unique<ClientFetcher>(loop, sched)),
+      fetcher_(fetcher ? fetcher : own_fetcher_.get()) {}
 HttpDownloader::~HttpDownloader() = default;
 
 std::unique_ptr<Download> HttpDownloader::start(Request request, Handlers handlers) {
@@ -274,9 +310,7 @@ void HttpDownloader::Transfer::send(std::shared_ptr<net::TlsConfig> tls) {
     next_ = Next::none;
     outcome_error_.reset();
     response_open_ = true;
-    client_ = std::make_unique<net::HttpClient>(parent_.loop_, sched_, std::move(rq), std::move(o),
-                                                std::move(ch));
-    client_->start();
+    client_ = parent_.fetcher_->start(std::move(rq), std::move(o), std::move(ch));
 }
 
 Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {

@@ -27,10 +27,8 @@
 #include "download/downloader.hpp"
 #include "download/url_policy.hpp"
 #include "loop/scheduler.hpp"
+#include "net/http_client.hpp"
 
-namespace myr::net {
-class TlsConfig;
-}
 
 namespace myr::download {
 
@@ -68,9 +66,30 @@ struct ContentRange {
 };
 std::optional<ContentRange> parse_content_range(std::string_view value);
 
+// One HTTP request as the downloader sees it: net::HttpClient in the product, a script in the
+// unit tests (so retries, backoff, progress and back-pressure run on FakeScheduler). Destroying
+// it drops the request; no handler runs afterwards.
+class HttpFetch {
+  public:
+    virtual ~HttpFetch() = default;
+    virtual void pause() = 0;
+    virtual void resume() = 0;
+};
+
+class HttpFetcher {
+  public:
+    virtual ~HttpFetcher() = default;
+    // Starts the request; handlers as net::HttpClient's (on_done never from inside start()).
+    [[nodiscard]] virtual std::unique_ptr<HttpFetch> start(net::HttpRequest request,
+                                                           net::HttpOptions options,
+                                                           net::HttpClient::Handlers handlers) = 0;
+};
+
 class HttpDownloader final : public Downloader {
   public:
-    HttpDownloader(uv_loop_t* loop, loop::Scheduler& sched, DownloaderOptions options);
+    // `fetcher` null: requests go through net::HttpClient on `loop` (the product).
+    HttpDownloader(uv_loop_t* loop, loop::Scheduler& sched, DownloaderOptions options,
+                   HttpFetcher* fetcher = nullptr);
     ~HttpDownloader() override;
     HttpDownloader(const HttpDownloader&) = delete;
     HttpDownloader& operator=(const HttpDownloader&) = delete;
@@ -85,9 +104,10 @@ class HttpDownloader final : public Downloader {
     // the first success; a failure is retried by the next request).
     void with_tls(std::function<void(Result<std::shared_ptr<net::TlsConfig>>)> cb);
 
-    uv_loop_t* loop_;
     loop::Scheduler& sched_;
     DownloaderOptions opts_;
+    std::unique_ptr<HttpFetcher> own_fetcher_;  // the net::HttpClient one, unless given
+    HttpFetcher* fetcher_;
     std::shared_ptr<net::TlsConfig> tls_;
     bool tls_loading_ = false;
     std::vector<std::function<void(Result<std::shared_ptr<net::TlsConfig>>)>> tls_waiters_;
