@@ -354,10 +354,10 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
     if (st == 206) {
         auto cr = head.header("Content-Range");
         auto range = cr ? parse_content_range(*cr) : std::nullopt;
-        // A 206 to a request without Range, or for other bytes than asked: start from zero.
         if (range_from_ == 0) {
             return stop(Next::retry, Error(Errc::network, label() + ": HTTP 206 without a Range"));
         }
+        // Other bytes than asked (or no readable Content-Range): start from zero.
         if (!range || range->first != range_from_) return stop(Next::restart);
         base_ = range_from_;
         total_ = range->total;
