@@ -168,6 +168,12 @@ TEST_CASE("transfer: the client gets the stall and connect timeouts and the offe
     CHECK(f.header("Authorization") == "Bearer t");
     CHECK(f.header("Connection") == "");
     CHECK(f.header("Range") == "");
+    // The retry connects with the very configuration parsed for the first request.
+    const auto first_tls = f.options.tls_config;
+    rig.fetcher.drop();
+    rig.sched.advance(2s);
+    REQUIRE(rig.fetcher.started == 2);
+    CHECK(rig.fetcher.current->options.tls_config == first_tls);
 }
 
 TEST_CASE("transfer: progress comes at most every 2 s, with bytes, total, percent and rate") {
