@@ -9,6 +9,7 @@
 
 #include "core/random.hpp"
 #include "download/spool.hpp"
+#include "net/http_response.hpp"
 #include "net/stream.hpp"
 #include "net/tls.hpp"
 
@@ -133,6 +134,7 @@ class HttpDownloader::Transfer final : public Download {
     bool reset_pending_ = false;
     std::optional<std::string> validator_pending_;
     std::string redirect_to_;
+    Duration retry_after_{};  // from the last 5xx/429 answer's Retry-After
     Next next_ = Next::none;
     std::optional<Error> outcome_error_;  // set by on_head/on_body when they stop the response
     bool response_open_ = false;
@@ -336,7 +338,12 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
         return stop(Next::retry, Error(Errc::network, label() + ": HTTP 416 without a Range"));
     }
     if (st == 416) return stop(Next::restart);
-    if (st >= 500) {
+    if (st >= 500 || st == 429) {
+        // The server's Retry-After is honoured up to backoff_max, never below the backoff.
+        retry_after_ = Duration::zero();
+        if (auto ra = head.header("Retry-After")) {
+            retry_after_ = net::parse_retry_after(*ra, sched_.wall()).value_or(Duration::zero());
+        }
         return stop(Next::retry, Error(Errc::network, label() + ": HTTP " + std::to_string(st) +
                                                           " " + head.reason));
     }
@@ -541,7 +548,8 @@ void HttpDownloader::Transfer::settle() {
         url_ = offer_;
         redirects_ = 0;
         const Duration wait =
-            backoff_delay(failures_, opts_.backoff_base, opts_.backoff_max, random_unit());
+            std::max(backoff_delay(failures_, opts_.backoff_base, opts_.backoff_max, random_unit()),
+                     std::min(std::exchange(retry_after_, Duration::zero()), opts_.backoff_max));
         backoff_timer_->start(wait, [this] { request(); });
         return;
     }

@@ -307,3 +307,33 @@ TEST_CASE("transfer: destroying the download drops the request; nothing runs aft
     CHECK(rig.progress.empty());
     CHECK(test::read_file(rig.part(data)) == "0123");  // kept for the same hash
 }
+
+TEST_CASE("transfer: 503 and 429 are retried, waiting Retry-After up to backoff_max") {
+    DownloaderOptions o;
+    o.backoff_base = 100ms;
+    o.backoff_max = 10s;
+    Rig rig(o);
+    const std::string data = "0123456789";
+    rig.start(data);
+    CHECK(!rig.fetcher.head(503, {{"Retry-After", "5"}}).ok());
+    rig.fetcher.end(fail(Errc::cancelled, "stopped"));
+    rig.sched.run_pending();
+    rig.sched.advance(4999ms);
+    CHECK(rig.fetcher.started == 1);
+    rig.sched.advance(1ms);
+    REQUIRE(rig.fetcher.started == 2);
+    // A Retry-After of an hour waits backoff_max.
+    CHECK(!rig.fetcher.head(429, {{"Retry-After", "3600"}}).ok());
+    rig.fetcher.end(fail(Errc::cancelled, "stopped"));
+    rig.sched.run_pending();
+    rig.sched.advance(9999ms);
+    CHECK(rig.fetcher.started == 2);
+    rig.sched.advance(1ms);
+    REQUIRE(rig.fetcher.started == 3);
+    REQUIRE(rig.fetcher.head(200, {{"Content-Length", "10"}}).ok());
+    REQUIRE(rig.fetcher.body(data).ok());
+    rig.fetcher.end_ok();
+    rig.sched.run_pending();
+    REQUIRE(rig.done);
+    CHECK(rig.done->ok());
+}
