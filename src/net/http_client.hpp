@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,6 +21,8 @@
 
 namespace myr::net {
 
+class TlsConfig;
+
 struct HttpRequest {
     std::string method = "GET";
     Url url;  // http:// or https://
@@ -29,6 +32,7 @@ struct HttpRequest {
 
 struct HttpOptions {
     std::string ca_file;                    // "" = system store
+    std::shared_ptr<TlsConfig> tls_config;  // preloaded; replaces ca_file (see StreamOptions)
     bool allow_insecure_transport = false;  // http:// to a non-loopback address
     HttpLimits limits;
     Duration connect_timeout = std::chrono::seconds(30);  // resolve + TCP + TLS

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -51,15 +52,31 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 }  // namespace
 
-StreamOptions stream_to(const Url& url, std::string ca_file, bool allow_insecure_transport) {
+StreamOptions stream_to(const Url& url, std::string ca_file, bool allow_insecure_transport,
+                        std::shared_ptr<TlsConfig> tls_config) {
     StreamOptions so;
     so.host = url.host;
     so.port = url.port != 0 ? url.port : default_port(url.scheme);
     so.tls = url.secure();
     so.ca_file = std::move(ca_file);
+    so.tls_config = std::move(tls_config);
     so.allow_insecure_transport = allow_insecure_transport;
     so.label = url_label(url);
     return so;
+}
+
+void load_tls_client(loop::Scheduler& sched, std::string ca_file,
+                     std::function<void(Result<std::shared_ptr<TlsConfig>>)> done) {
+    // The job owns its result slot: `work` fills it on the pool, `done` reads it on the loop.
+    auto slot = std::make_shared<std::optional<Result<std::shared_ptr<TlsConfig>>>>();
+    sched.post_work([slot, ca_file = std::move(ca_file)] { slot->emplace(TlsConfig::client(ca_file)); },
+                    [slot, done = std::move(done)](bool cancelled) {
+                        if (cancelled || !slot->has_value()) {
+                            done(fail(Errc::cancelled, "TLS: load CA file: cancelled"));
+                            return;
+                        }
+                        done(std::move(**slot));
+                    });
 }
 
 bool is_loopback_address(const std::string& numeric) {
@@ -266,7 +283,9 @@ void Stream::Impl::on_connect(int status) {
     tcp_up_ = true;
     uv_tcp_nodelay(tcp_.get(), 1);
     if (opts_.tls) {
-        auto config = TlsConfig::client(opts_.ca_file);
+        // Without a preloaded configuration the CA file is read here, on the loop (~200 KB).
+        auto config = opts_.tls_config ? Result<std::shared_ptr<TlsConfig>>(opts_.tls_config)
+                                       : TlsConfig::client(opts_.ca_file);
         if (!config) {
             end(config.fail(opts_.label));
             return;

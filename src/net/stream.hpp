@@ -21,11 +21,16 @@
 
 namespace myr::net {
 
+class TlsConfig;
+
 struct StreamOptions {
     std::string host;  // a name, an IPv4 literal or an IPv6 literal without brackets
     uint16_t port = 0;
     bool tls = false;
     std::string ca_file;          // "" = system store
+    // When set, used instead of reading ca_file: the CA bundle parsed once (off the loop, by
+    // load_tls_client) and shared by every connection of one configuration.
+    std::shared_ptr<TlsConfig> tls_config;
     std::string tls_server_name;  // "" = host; the name the certificate must carry
     // Plaintext to a resolved address outside 127.0.0.0/8 and ::1 is refused unless this is set.
     bool allow_insecure_transport = false;
@@ -70,7 +75,15 @@ class Stream {
 
 // The stream to a URL's host: its port (or the scheme's default), TLS for https:// and wss://,
 // labelled with the URL for messages.
-StreamOptions stream_to(const Url& url, std::string ca_file, bool allow_insecure_transport);
+StreamOptions stream_to(const Url& url, std::string ca_file, bool allow_insecure_transport,
+                        std::shared_ptr<TlsConfig> tls_config = nullptr);
+
+// Parses a client TLS configuration (the CA bundle in `ca_file`, "" = system store) on the work
+// queue, since reading and parsing ~200 KB of PEM must not hold the loop, and hands it to `done` on
+// the loop. Meant to run once per configuration; the result goes into StreamOptions::tls_config.
+// `done` may run after its requester is gone: tie it to the owner with a loop::Guard.
+void load_tls_client(loop::Scheduler& sched, std::string ca_file,
+                     std::function<void(Result<std::shared_ptr<TlsConfig>>)> done);
 
 // Whether a numeric address is loopback (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104).
 bool is_loopback_address(const std::string& numeric);

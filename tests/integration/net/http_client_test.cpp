@@ -9,6 +9,8 @@
 #include <string>
 
 #include "harness.hpp"
+#include "net/stream.hpp"
+#include "net/tls.hpp"
 #include "test_server.hpp"
 
 using namespace myr;
@@ -58,6 +60,15 @@ void serve(TestServer& server) {
                 c.header("User-Agent") + "|" + c.header("Host") + "|" + c.header("Connection"));
         }
     };
+}
+
+// The test server of serve() speaking TLS with the test CA's server certificate.
+std::unique_ptr<TestServer> tls_server(TestLoop& loop, const TestPki& pki) {
+    auto cfg = TlsConfig::server(pki.server_cert, pki.server_key);
+    REQUIRE(cfg.ok());
+    auto server = std::make_unique<TestServer>(loop.get(), *cfg);
+    serve(*server);
+    return server;
 }
 
 }  // namespace
@@ -177,10 +188,8 @@ TEST_CASE("http client: https with a test CA; http:// off-machine refused") {
     const TestPki pki = make_test_pki(dir.path());
     TestLoop loop;
     {
-        auto cfg = TlsConfig::server(pki.server_cert, pki.server_key);
-        REQUIRE(cfg.ok());
-        TestServer server(loop.get(), *cfg);
-        serve(server);
+        auto tls = tls_server(loop, pki);
+        TestServer& server = *tls;
         HttpOptions opts;
         opts.ca_file = pki.ca;
         Done ok, insecure;
@@ -199,6 +208,38 @@ TEST_CASE("http client: https with a test CA; http:// off-machine refused") {
         REQUIRE(!insecure.result->ok());
         CHECK(insecure.result->error().message().find("refusing a plaintext connection") !=
               std::string::npos);
+    }
+    CHECK(loop.close() == 0);
+}
+
+TEST_CASE("http client: a CA bundle loaded once off the loop serves every connection") {
+    TempDir dir;
+    const TestPki pki = make_test_pki(dir.path());
+    TestLoop loop;
+    {
+        auto tls = tls_server(loop, pki);
+        TestServer& server = *tls;
+        std::optional<Result<std::shared_ptr<TlsConfig>>> loaded, missing;
+        load_tls_client(loop.sched(), pki.ca, [&](auto r) { loaded.emplace(std::move(r)); });
+        load_tls_client(loop.sched(), dir / "absent.pem",
+                        [&](auto r) { missing.emplace(std::move(r)); });
+        REQUIRE(loop.run_until([&] { return loaded && missing; }));
+        REQUIRE(loaded->ok());
+        REQUIRE(!missing->ok());
+        CHECK(missing->error().message().find("absent.pem") != std::string::npos);
+
+        // ca_file names a file that does not exist: only the preloaded configuration can work.
+        HttpOptions opts;
+        opts.ca_file = dir / "absent.pem";
+        opts.tls_config = **loaded;
+        Done first, second;
+        auto a = get(loop, "https", server.port(), "/length", opts, first);
+        auto b = get(loop, "https", server.port(), "/chunked", opts, second);
+        REQUIRE(loop.run_until([&] { return first.result && second.result; }));
+        if (!first.result->ok()) FAIL(first.result->error().message());
+        if (!second.result->ok()) FAIL(second.result->error().message());
+        CHECK((*first.result)->body == "content-length body");
+        CHECK((*second.result)->body == "chunked body");
     }
     CHECK(loop.close() == 0);
 }

@@ -1,0 +1,177 @@
+#include "download/spool.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "core/fault.hpp"
+#include "fsx/dir.hpp"
+#include "fsx/file.hpp"
+
+namespace myr::download {
+namespace {
+
+// Re-reading a kept part goes through one buffer of this size, whatever the part's size.
+constexpr size_t kReadChunk = 256u << 10;
+constexpr size_t kMaxValidator = 4096;
+
+std::string part_name(const std::string& hex) {
+    return hex + ".part";
+}
+std::string meta_name(const std::string& hex) {
+    return hex + ".part.meta";
+}
+
+// Hashes `fd` from offset 0 into `h`; returns the byte count.
+Result<uint64_t> rehash(int fd, hash::Sha256& h) {
+    std::vector<char> buf(kReadChunk);
+    uint64_t total = 0;
+    while (true) {
+        const ssize_t n = pread(fd, buf.data(), buf.size(), static_cast<off_t>(total));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail_errno("read");
+        }
+        if (n == 0) return total;
+        h.update(buf.data(), static_cast<size_t>(n));
+        total += static_cast<uint64_t>(n);
+    }
+}
+
+}  // namespace
+
+bool valid_content_hash(std::string_view hex) {
+    if (hex.size() != 64) return false;
+    for (char c : hex) {
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
+}
+
+SpoolFile::~SpoolFile() = default;
+
+Result<std::shared_ptr<SpoolFile>> SpoolFile::open(const std::string& state_dir,
+                                                   const std::string& hex) {
+    if (!valid_content_hash(hex)) {
+        return fail(Errc::invalid, "content hash \"" + hex + "\" is not 64 lower-case hex digits");
+    }
+    MYR_TRY(fault::point("download.open"), "open spool");
+    std::shared_ptr<SpoolFile> f(new SpoolFile());
+    f->hex_ = hex;
+    f->dir_path_ = state_dir + "/spool";
+    auto dir = fsx::open_or_create_dir(f->dir_path_);
+    if (!dir) return dir.fail("spool");
+    f->dir_ = std::move(*dir);
+    const std::string spool = f->dir_path_ + "/";
+
+    // The spool holds at most the current artifact: whatever else is there is an older offer's.
+    auto names = fsx::list_dir(f->dir_.get());
+    if (!names) return names.fail("list " + f->dir_path_);
+    for (const std::string& n : *names) {
+        if (n == hex || n == part_name(hex) || n == meta_name(hex)) continue;
+        MYR_TRY(fsx::remove_tree_at(f->dir_.get(), n), "remove " + spool + n);
+    }
+
+    // A complete file from an earlier run (crash after the rename) needs no byte downloaded.
+    if (auto st = fsx::stat_at(f->dir_.get(), hex); st && *st) {
+        auto fd = fsx::open_regular_at(f->dir_.get(), hex);
+        if (fd) {
+            uint64_t size = 0;
+            auto d = hash::sha256_fd(fd->get(), &size);
+            if (d && hash::to_hex(*d) == hex) {
+                f->complete_ = Artifact{spool + hex, hex, size};
+                return f;
+            }
+        }
+        MYR_TRY(fsx::unlink_at(f->dir_.get(), hex), "remove " + spool + hex);
+    }
+
+    const std::string part = part_name(hex);
+    int fd = openat(f->dir_.get(), part.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno == ENOENT) {
+        fd = openat(f->dir_.get(), part.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
+    }
+    if (fd < 0) return fail_errno("open " + spool + part);
+    f->fd_ = UniqueFd(fd);
+    struct stat st {};
+    if (fstat(fd, &st) != 0) return fail_errno("stat " + spool + part);
+    if (!S_ISREG(st.st_mode)) {
+        return fail(Errc::invalid, spool + part + ": not a regular file");
+    }
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        return fail_errno("open " + spool + part);
+    }
+    auto kept = rehash(fd, f->hasher_);
+    if (!kept) return kept.fail(spool + part);
+    f->size_ = *kept;
+    if (f->size_ > 0) {
+        auto v = fsx::read_file_at(f->dir_.get(), meta_name(hex), kMaxValidator);
+        if (v) f->validator_ = *v;
+    } else {
+        MYR_TRY(fsx::unlink_at(f->dir_.get(), meta_name(hex)), "remove " + spool + meta_name(hex));
+    }
+    return f;
+}
+
+Status SpoolFile::append(std::string_view data) {
+    MYR_TRY(fault::point("download.write"), "write " + dir_path_ + "/" + part_name(hex_));
+    size_t done = 0;
+    while (done < data.size()) {
+        const ssize_t n = pwrite(fd_.get(), data.data() + done, data.size() - done,
+                                 static_cast<off_t>(size_ + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail_errno("write " + dir_path_ + "/" + part_name(hex_));
+        }
+        done += static_cast<size_t>(n);
+    }
+    hasher_.update(data);
+    size_ += data.size();
+    return {};
+}
+
+Status SpoolFile::truncate() {
+    if (ftruncate(fd_.get(), 0) != 0) {
+        return fail_errno("truncate " + dir_path_ + "/" + part_name(hex_));
+    }
+    size_ = 0;
+    hasher_ = hash::Sha256();
+    return set_validator("");
+}
+
+Status SpoolFile::set_validator(const std::string& validator) {
+    if (validator == validator_) return {};
+    const std::string name = meta_name(hex_);
+    if (validator.empty()) {
+        MYR_TRY(fsx::unlink_at(dir_.get(), name), "remove " + dir_path_ + "/" + name);
+    } else {
+        MYR_TRY(fsx::write_file_atomic(dir_.get(), name, validator, 0600),
+                "write " + dir_path_ + "/" + name);
+    }
+    validator_ = validator;
+    return {};
+}
+
+Result<Artifact> SpoolFile::commit() {
+    const std::string part = part_name(hex_);
+    const std::string where = dir_path_ + "/" + part;
+    MYR_TRY(fault::point("download.commit"), "commit " + where);
+    if (fsync(fd_.get()) != 0) return fail_errno("fsync " + where);
+    MYR_TRY(fsx::rename_at(dir_.get(), part, dir_.get(), hex_), "rename " + where);
+    (void)fsx::unlink_at(dir_.get(), meta_name(hex_));
+    MYR_TRY(fsx::fsync_dir(dir_.get()), "fsync " + dir_path_);
+    const hash::Digest d = hasher_.finish();
+    return Artifact{dir_path_ + "/" + hex_, hash::to_hex(d), size_};
+}
+
+void SpoolFile::remove() {
+    if (!dir_) return;
+    (void)fsx::unlink_at(dir_.get(), part_name(hex_));
+    (void)fsx::unlink_at(dir_.get(), meta_name(hex_));
+    (void)fsx::fsync_dir(dir_.get());
+}
+
+}  // namespace myr::download

@@ -1,0 +1,67 @@
+// The spool: `stateDir/spool/` holds at most the artifact being downloaded, as
+//   <hex>.part        the bytes so far (created O_EXCL, 0600, through the spool directory's fd)
+//   <hex>.part.meta   the validator (ETag or Last-Modified) those bytes were served under, so a
+//                     resume can ask with If-Range for exactly that version
+//   <hex>             the complete file, fsynced and renamed from the .part
+// where <hex> is the offer's content hash. Everything here blocks (file I/O, re-hashing a kept
+// part); the downloader calls it from the work queue, one call at a time per file, never on the
+// loop.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/fd.hpp"
+#include "core/result.hpp"
+#include "download/downloader.hpp"
+#include "hash/sha256.hpp"
+
+namespace myr::download {
+
+// Whether `hex` can name a spool file: 64 lower-case hex digits (a SHA-256).
+bool valid_content_hash(std::string_view hex);
+
+class SpoolFile {
+  public:
+    // Opens stateDir/spool (created when missing), removes every entry that is not this
+    // artifact's, and opens or creates `<hex>.part`; a kept part is re-read to hash its bytes.
+    // When the complete `<hex>` is already there with that very hash, `complete()` holds it and
+    // no part is opened. Fault points: `download.open`.
+    [[nodiscard]] static Result<std::shared_ptr<SpoolFile>> open(const std::string& state_dir,
+                                                                 const std::string& hex);
+    ~SpoolFile();
+    SpoolFile(const SpoolFile&) = delete;
+    SpoolFile& operator=(const SpoolFile&) = delete;
+
+    const std::optional<Artifact>& complete() const { return complete_; }
+    uint64_t size() const { return size_; }
+    // The validator stored with the part ("" = none).
+    const std::string& validator() const { return validator_; }
+
+    // Appends to the part and to its hash (fault point `download.write`, each call).
+    [[nodiscard]] Status append(std::string_view data);
+    // Drops the bytes kept so far and the validator: the next append starts the file anew.
+    [[nodiscard]] Status truncate();
+    // Stores the validator the bytes from here on are served under ("" removes it).
+    [[nodiscard]] Status set_validator(const std::string& validator);
+    // fsync, rename to `<hex>`, fsync the spool directory (fault point `download.commit`).
+    [[nodiscard]] Result<Artifact> commit();
+    // Removes the part and its validator (after a refusal or a disk failure). Best effort.
+    void remove();
+
+  private:
+    SpoolFile() = default;
+    std::string dir_path_;
+    std::string hex_;
+    UniqueFd dir_;
+    UniqueFd fd_;
+    uint64_t size_ = 0;
+    hash::Sha256 hasher_;
+    std::string validator_;
+    std::optional<Artifact> complete_;
+};
+
+}  // namespace myr::download

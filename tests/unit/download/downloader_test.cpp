@@ -1,0 +1,208 @@
+// The downloader's pure parts (backoff, headers, Content-Range), the spool file, and what the
+// Downloader answers before any socket is opened, on FakeScheduler.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include <optional>
+#include <string>
+
+#include "download/http_downloader.hpp"
+#include "download/spool.hpp"
+#include "harness.hpp"
+#include "hash/sha256.hpp"
+#include "loop/fake_scheduler.hpp"
+
+using namespace myr;
+using namespace myr::download;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string hex_of(const std::string& data) {
+    return hash::to_hex(hash::sha256(data));
+}
+
+// A downloader on FakeScheduler whose policy admits https://h/artifacts/, over a uv loop that no
+// test here reaches (they end before any socket); the loop must close cleanly afterwards.
+struct Rig {
+    explicit Rig(const std::string& state_dir) {
+        REQUIRE(uv_loop_init(&uv) == 0);
+        DownloaderOptions o;
+        o.state_dir = state_dir;
+        o.policy.prefixes = {Url{"https", "h", 443, "/artifacts/"}};
+        dl = std::make_unique<HttpDownloader>(&uv, sched, o);
+    }
+    ~Rig() {
+        dl.reset();
+        CHECK(uv_loop_close(&uv) == 0);
+    }
+    std::unique_ptr<Download> start(const std::string& url, const std::string& hex,
+                                    std::optional<Result<Artifact>>& done) {
+        Downloader::Handlers h;
+        h.on_done = [&done](Result<Artifact> r) { done.emplace(std::move(r)); };
+        return dl->start(Request{url, {}, hex, 100}, h);
+    }
+    uv_loop_t uv;
+    loop::FakeScheduler sched;
+    std::unique_ptr<HttpDownloader> dl;
+};
+
+}  // namespace
+
+TEST_CASE("download: backoff doubles up to the cap, with jitter in [1/2, 1]") {
+    CHECK(backoff_delay(1, 1s, 30s, 0.999999) == 999ms);
+    CHECK(backoff_delay(1, 1s, 30s, 0.0) == 500ms);
+    CHECK(backoff_delay(2, 1s, 30s, 0.0) == 1s);
+    CHECK(backoff_delay(3, 1s, 30s, 0.0) == 2s);
+    CHECK(backoff_delay(6, 1s, 30s, 0.0) == 15s);
+    CHECK(backoff_delay(7, 1s, 30s, 0.0) == 15s);  // 64 s capped at 30, halved
+    CHECK(backoff_delay(1000, 1s, 30s, 0.5) == 22500ms);
+}
+
+TEST_CASE("download: offer headers lose hop-by-hop headers, Host, Content-Length and Range") {
+    auto out = offer_headers({{"Authorization", "Bearer t"},
+                              {"connection", "close"},
+                              {"Keep-Alive", "1"},
+                              {"Transfer-Encoding", "chunked"},
+                              {"HOST", "evil"},
+                              {"Content-Length", "5"},
+                              {"Range", "bytes=0-"},
+                              {"If-Range", "x"},
+                              {"Upgrade", "h2c"},
+                              {"TE", "trailers"},
+                              {"X-Trace", "1"}});
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].first == "Authorization");
+    CHECK(out[1].first == "X-Trace");
+}
+
+TEST_CASE("download: Content-Range is read strictly") {
+    auto a = parse_content_range("bytes 100-199/200");
+    REQUIRE(a);
+    CHECK(a->first == 100);
+    CHECK(a->last == 199);
+    CHECK(a->total == 200);
+    auto b = parse_content_range("bytes 5-9/*");
+    REQUIRE(b);
+    CHECK(b->total == 0);
+    CHECK(!parse_content_range("bytes 9-5/10"));
+    CHECK(!parse_content_range("bytes 0-10/10"));
+    CHECK(!parse_content_range("items 0-1/2"));
+    CHECK(!parse_content_range("bytes -1/2"));
+    CHECK(!parse_content_range("bytes 1-2"));
+    CHECK(!parse_content_range("bytes 99999999999999999999-1/2"));
+}
+
+TEST_CASE("spool: a new offer removes other files, creates its part 0600, keeps its own part") {
+    test::TempDir state;
+    const std::string data = "0123456789abcdef";
+    const std::string hex = hex_of(data);
+    ::mkdir((state / "spool").c_str(), 0755);
+    test::write_file(state / "spool/old.part", "stale");
+    test::write_file(state / "spool/dead00", "stale");
+    {
+        auto f = SpoolFile::open(state.path(), hex);
+        REQUIRE(f.ok());
+        CHECK(!(*f)->complete());
+        CHECK((*f)->size() == 0);
+        CHECK(test::list_dir(state / "spool") == std::vector<std::string>{hex + ".part"});
+        struct stat st {};
+        REQUIRE(::stat((state / "spool/" + hex + ".part").c_str(), &st) == 0);
+        CHECK((st.st_mode & 0777) == 0600);
+        REQUIRE((*f)->append(data.substr(0, 10)).ok());
+        REQUIRE((*f)->set_validator("\"v1\"").ok());
+    }
+    // Reopened: the kept part is re-hashed, its validator read back, and the hash covers it all.
+    auto g = SpoolFile::open(state.path(), hex);
+    REQUIRE(g.ok());
+    CHECK((*g)->size() == 10);
+    CHECK((*g)->validator() == "\"v1\"");
+    REQUIRE((*g)->append(data.substr(10)).ok());
+    auto art = (*g)->commit();
+    REQUIRE(art.ok());
+    CHECK(art->sha256_hex == hex);
+    CHECK(art->size == data.size());
+    CHECK(art->path == state / "spool/" + hex);
+    CHECK(test::read_file(art->path) == data);
+    CHECK(test::list_dir(state / "spool") == std::vector<std::string>{hex});
+    // A complete file with the right hash is the answer without a byte downloaded.
+    auto again = SpoolFile::open(state.path(), hex);
+    REQUIRE(again.ok());
+    REQUIRE((*again)->complete());
+    CHECK((*again)->complete()->sha256_hex == hex);
+}
+
+TEST_CASE("spool: a damaged complete file is dropped; truncate restarts the hash") {
+    test::TempDir state;
+    const std::string hex = hex_of("right");
+    ::mkdir((state / "spool").c_str(), 0755);
+    test::write_file(state / "spool/" + hex, "wrong");
+    auto f = SpoolFile::open(state.path(), hex);
+    REQUIRE(f.ok());
+    CHECK(!(*f)->complete());
+    CHECK(!test::exists(state / "spool/" + hex));
+    REQUIRE((*f)->append("garbage").ok());
+    REQUIRE((*f)->set_validator("\"a\"").ok());
+    REQUIRE((*f)->truncate().ok());
+    CHECK(!test::exists(state / "spool/" + hex + ".part.meta"));
+    REQUIRE((*f)->append("right").ok());
+    auto art = (*f)->commit();
+    REQUIRE(art.ok());
+    CHECK(art->sha256_hex == hex);
+}
+
+TEST_CASE("spool: a planted symlink or a bad hash is refused") {
+    test::TempDir state;
+    const std::string hex = hex_of("x");
+    ::mkdir((state / "spool").c_str(), 0755);
+    REQUIRE(::symlink("/etc/passwd", (state / "spool/" + hex + ".part").c_str()) == 0);
+    auto f = SpoolFile::open(state.path(), hex);
+    CHECK(!f.ok());
+    CHECK(test::read_file("/etc/passwd").size() > 0);
+    auto bad = SpoolFile::open(state.path(), "../../etc/passwd");
+    REQUIRE(!bad.ok());
+    CHECK(bad.error().code() == Errc::invalid);
+    CHECK(!SpoolFile::open(state.path(), std::string(64, 'A')).ok());
+}
+
+TEST_CASE("download: refusals come on a later turn, never from inside start()") {
+    test::TempDir state;
+    Rig rig(state.path());
+    std::optional<Result<Artifact>> bad_url, bad_hash;
+    auto a = rig.start("https://h/elsewhere/x", hex_of("x"), bad_url);
+    auto b = rig.start("https://h/artifacts/x", "nothex", bad_hash);
+    CHECK(!bad_url);
+    CHECK(!bad_hash);
+    rig.sched.run_pending();
+    REQUIRE(bad_url);
+    REQUIRE(!bad_url->ok());
+    CHECK(bad_url->error().code() == Errc::invalid);
+    CHECK(bad_url->error().message().find(
+              "download: https://h/elsewhere/x: refused (rule prefix)") == 0);
+    REQUIRE(bad_hash);
+    REQUIRE(!bad_hash->ok());
+    CHECK(bad_hash->error().message().find("content hash") != std::string::npos);
+    CHECK(!test::exists(state / "spool"));  // nothing touched on the volume
+}
+
+TEST_CASE("download: a complete file in the spool is the answer; destroying cancels") {
+    test::TempDir state;
+    const std::string hex = hex_of("done");
+    ::mkdir((state / "spool").c_str(), 0755);
+    test::write_file(state / "spool/" + hex, "done");
+    Rig rig(state.path());
+    std::optional<Result<Artifact>> done, never;
+    auto d = rig.start("https://h/artifacts/x", hex, done);
+    rig.sched.run_pending();
+    REQUIRE(done);
+    REQUIRE(done->ok());
+    CHECK((*done)->sha256_hex == hex);
+    CHECK((*done)->size == 4);
+
+    // Destroyed before its spool job reports: on_done never runs.
+    auto e = rig.start("https://h/artifacts/x", hex, never);
+    e.reset();
+    rig.sched.run_pending();
+    CHECK(!never);
+}
