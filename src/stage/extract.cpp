@@ -305,10 +305,8 @@ Result<Extracted> extract_binary(int archive_fd, const std::string& binary, int 
         const char* why = archive_error_string(a.get());
         std::string text = !src.gzip_error.empty() ? src.gzip_error : why ? why : "unknown error";
         if (src.raw_bytes == 0) return refuse("archive", "refusing empty file");
-        if (member.empty() && zstd_magic(src)) {
-#if !MYR_HAVE_ZSTD
+        if (!MYR_HAVE_ZSTD && member.empty() && zstd_magic(src)) {
             return refuse("archive", "zstd compression is not supported by this build");
-#endif
         }
         if (member.empty() && src.magic_len == 4 && std::memcmp(src.magic, "PK\x03\x04", 4) == 0 &&
             archive_file_count(a.get()) == 0) {
@@ -348,8 +346,9 @@ Result<Extracted> extract_binary(int archive_fd, const std::string& binary, int 
         if (name.absolute) return refuse(raw, "refusing absolute member name");
         if (name.dotdot) return refuse(raw, "refusing member name with a '..' component");
 
-        const bool candidate =
-            !name.parts.empty() && name.parts.back() == binary && name.parts.size() <= 2;
+        // A directory is never the binary: the top folder may well be named like it.
+        const bool candidate = !name.parts.empty() && name.parts.back() == binary &&
+                               name.parts.size() <= 2 && archive_entry_filetype(e) != AE_IFDIR;
         if (!candidate) continue;  // read past: its data is skipped by the next header call
 
         const std::string top = name.parts.size() == 2 ? name.parts[0] : "";
@@ -392,9 +391,8 @@ Result<Extracted> extract_binary(int archive_fd, const std::string& binary, int 
                                        std::to_string(limits.max_binary_size) +
                                        " bytes (max_binary_size)");
             }
-            if (zip_data + static_cast<uint64_t>(std::max<la_int64_t>(
-                               0, archive_filter_bytes(a.get(), 0))) >
-                max_unpacked) {
+            const la_int64_t seen = archive_filter_bytes(a.get(), 0);
+            if (zip_data + static_cast<uint64_t>(std::max<la_int64_t>(0, seen)) > max_unpacked) {
                 src.over_unpacked = true;
                 return archive_failure(raw);
             }
@@ -409,11 +407,10 @@ Result<Extracted> extract_binary(int archive_fd, const std::string& binary, int 
     while (src.gzip) {
         ssize_t n = src.inflate_some();
         if (n == 0) break;
-        uint64_t unpacked = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_filter_bytes(a.get(), 0)));
-        if (n < 0) return refuse(found.empty() ? "archive" : found,
-                                 "truncated or corrupt archive: " + src.gzip_error);
+        if (n < 0) return archive_failure(found);
         src.drained += static_cast<uint64_t>(n);
-        if (unpacked + src.drained > max_unpacked) {
+        const la_int64_t seen = archive_filter_bytes(a.get(), 0);
+        if (static_cast<uint64_t>(std::max<la_int64_t>(0, seen)) + src.drained > max_unpacked) {
             src.over_unpacked = true;
             return archive_failure(found);
         }

@@ -139,7 +139,6 @@ TEST_CASE("stage: links, devices and fifos named like the binary are refused") {
              Case{{path, "", Kind::hardlink, kTop + "/README.md"}, "refusing hardlink member"},
              Case{{path, "", Kind::chardev}, "refusing character device member"},
              Case{{path, "", Kind::fifo}, "refusing fifo member"},
-             Case{{path + "/", "", Kind::dir}, "refusing directory member"},
          }) {
         for (Format f : {Format::tar_gz, Format::zip}) {
             // zip has no devices, fifos or hard links.
@@ -151,6 +150,20 @@ TEST_CASE("stage: links, devices and fifos named like the binary are refused") {
             members[2] = c.m;
             check_refused(stage_bytes(myr::test::make_archive(members, f)), c.m.name, c.rule);
         }
+    }
+}
+
+TEST_CASE("stage: a top folder named like the binary holds it; a directory is never the binary") {
+    const std::string data = binary_bytes(1000);
+    for (Format f : {Format::tar_gz, Format::zip}) {
+        auto s = stage_bytes(myr::test::make_archive(
+            {{kBin + "/", "", Kind::dir}, {kBin + "/" + kBin, data}}, f));
+        REQUIRE_MESSAGE(s.result.ok(), s.result.error().message());
+        CHECK(s.result->member == kBin + "/" + kBin);
+        CHECK(s.content == data);
+        check_refused(stage_bytes(myr::test::make_archive(
+                          {{kBin + "/", "", Kind::dir}, {kBin + "/README", "x"}}, f)),
+                      kBin, "no member named " + kBin);
     }
 }
 

@@ -150,8 +150,8 @@ TEST_CASE("preflight: --version without a version, or failing, is refused with i
 }
 
 // A run that hangs: timed out, and its process group is gone (killed and reaped).
-static void check_timed_out(const Release& rel, const Result<stage::PreflightReport>& r, size_t runs,
-                     const std::string& text) {
+static void check_timed_out(const Release& rel, const Result<stage::PreflightReport>& r,
+                            size_t runs, const std::string& text) {
     REQUIRE_FALSE(r.ok());
     INFO(r.error().message());
     CHECK(r.error().code() == Errc::timeout);
@@ -175,7 +175,8 @@ TEST_CASE("preflight: a failing validate is refused with its last lines of outpu
     REQUIRE_FALSE(r.ok());
     INFO(r.error().message());
     CHECK(r.error().code() == Errc::process);
-    CHECK(contains(r, "preflight: validate (" + rel.binary + " validate) ended with exit code 1: "));
+    CHECK(contains(r,
+                   "preflight: validate (" + rel.binary + " validate) ended with exit code 1: "));
     // The last ten lines: 22…30 and the error.
     CHECK(contains(r, "validate line 22 | validate line 23"));
     CHECK(contains(r, "validate line 30 | Error: exporter otlp has no endpoint"));
