@@ -7,6 +7,8 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -17,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "fsx/dir.hpp"
 #include "fsx/file.hpp"
 #include "hash/sha256.hpp"
 
@@ -419,7 +422,18 @@ Result<Extracted> extract_binary(int archive_fd, const std::string& binary, int 
         return refuse(binary, "no member named " + binary +
                                   " at the top of the archive or under one top folder");
     }
-    if (auto c = out->commit(0755); !c) return c.fail("stage: " + found + ": " + binary);
+    // commit() fails after its rename only at the directory fsync; the promise is still "nothing
+    // under that name", so our file goes then — recognised by its inode, an older file is kept.
+    struct stat mine {};
+    const bool have_ino = ::fstat(out->fd(), &mine) == 0;
+    if (auto c = out->commit(0755); !c) {
+        struct stat now {};
+        if (have_ino && ::fstatat(dir_fd, binary.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+            now.st_ino == mine.st_ino && now.st_dev == mine.st_dev) {
+            (void)fsx::unlink_at(dir_fd, binary);
+        }
+        return c.fail("stage: " + found + ": " + binary);
+    }
     Extracted x;
     x.member = found;
     x.size = written;

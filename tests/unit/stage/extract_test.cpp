@@ -6,7 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <thread>
+
 #include "archive_maker.hpp"
+#include "core/fault.hpp"
 #include "harness.hpp"
 #include "hash/sha256.hpp"
 
@@ -358,4 +363,57 @@ TEST_CASE("stage: a full staging volume is a system error naming ENOSPC, and not
           std::string::npos);
     CHECK(s.result.error().message().find("No space left on device") != std::string::npos);
     CHECK(s.left.empty());
+}
+
+TEST_CASE("stage: a failing create, write, fsync, chmod, rename or directory fsync leaves nothing") {
+#if !MYR_FAULT_INJECTION
+    MYR_SKIP("built without fault injection");
+#else
+    const std::string archive =
+        myr::test::make_archive(release(kTop + "/" + kBin, binary_bytes()), Format::tar_gz);
+    // fsx.fsync_dir comes after the rename: the renamed binary is removed again.
+    for (const char* point :
+         {"fsx.create", "fsx.write", "fsx.fsync", "fsx.fchmod", "fsx.rename", "fsx.fsync_dir"}) {
+        CAPTURE(point);
+        ::setenv("MYRIARCH_FAULT", (std::string(point) + ":fail").c_str(), 1);
+        fault::reload();
+        auto s = stage_bytes(archive);
+        ::unsetenv("MYRIARCH_FAULT");
+        fault::reload();
+        REQUIRE_FALSE(s.result.ok());
+        CHECK(s.result.error().code() == Errc::injected);
+        CHECK(s.result.error().message().find("stage: " + kTop + "/" + kBin) != std::string::npos);
+        CHECK(s.left.empty());
+    }
+#endif
+}
+
+TEST_CASE("stage: an archive read from a pipe (no seeking) comes out the same") {
+    ::signal(SIGPIPE, SIG_IGN);  // the writer thread must see EPIPE, not die, if reading stops
+    const std::string data = binary_bytes();
+    for (Format f : {Format::tar_gz, Format::tar, Format::zip, Format::tar_xz}) {
+        const std::string format = myr::test::to_string(f);
+        CAPTURE(format);
+        const std::string archive = myr::test::make_archive(release(kTop + "/" + kBin, data), f);
+        myr::test::TempDir dir;
+        int p[2];
+        REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+        std::thread writer([&] {
+            size_t off = 0;
+            while (off < archive.size()) {
+                ssize_t n = ::write(p[1], archive.data() + off, archive.size() - off);
+                if (n <= 0) break;
+                off += static_cast<size_t>(n);
+            }
+            ::close(p[1]);
+        });
+        int dfd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        auto r = stage::extract_binary(p[0], kBin, dfd, limits());
+        ::close(p[0]);  // a refusal may stop reading early: the writer then gets EPIPE
+        writer.join();
+        ::close(dfd);
+        REQUIRE_MESSAGE(r.ok(), r.error().message());
+        CHECK(r->sha256_hex == hash::to_hex(hash::sha256(data)));
+        CHECK(myr::test::read_file(dir / kBin) == data);
+    }
 }
