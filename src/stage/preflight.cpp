@@ -23,6 +23,7 @@ namespace {
 constexpr size_t kKeptOutput = 16 * 1024;  // read from the pipe, the tail kept
 constexpr size_t kReasonLines = 10;
 constexpr size_t kReasonBytes = 2 * 1024;
+constexpr Duration kBackstop = std::chrono::seconds(5);
 
 // The last lines of `output` (at most kReasonLines, kReasonBytes) on one line, " | " between them,
 // control bytes shown as '?', so that a reason fits a log line and an OpAMP error message.
@@ -85,18 +86,38 @@ class RunningPreflight final : public Preflight {
   private:
     using Step = void (RunningPreflight::*)(Result<proc::Captured>);
 
-    // One run at a time; its answer comes back only while we exist (the guard).
+    // One run at a time; its answer comes back only while we exist (the guard). The timeout is
+    // ours, not run_capture's: killed by our timer, the run still ends with its output, and the
+    // last lines of a hanging validate say where it hangs. run_capture's own timeout is only a
+    // backstop for a process that outlives SIGKILL's group (it left the group).
     void run(const std::vector<std::string>& argv, Duration timeout, Step then) {
         proc::CaptureOptions o;
-        o.timeout = timeout;
+        o.timeout = timeout + kBackstop;
         o.max_output = kKeptOutput;
         o.keep_tail = true;
         o.run_as = run_as();
+        timed_out_ = false;
+        timeout_ = timeout;
         running_pid_ = proc::run_capture(reaper_, sched_, argv, o,
                                          guard_.bind([this, then](Result<proc::Captured> r) {
                                              running_pid_ = -1;
+                                             timer_->stop();
                                              (this->*then)(std::move(r));
                                          }));
+        if (running_pid_ <= 0) return;
+        timer_->start(timeout, [this] {
+            timed_out_ = true;
+            ::kill(-running_pid_, SIGKILL);
+        });
+    }
+
+    // The run was killed at its timeout: Errc::timeout, with what it had printed.
+    bool timed_out(const std::string& what, const proc::Captured& c) {
+        if (!timed_out_) return false;
+        fail_with(Errc::timeout,
+                  with_output(what + " timed out after " + format_duration(timeout_) + " (killed)",
+                              c));
+        return true;
     }
 
     std::optional<proc::RunAs> run_as() const {
@@ -120,6 +141,7 @@ class RunningPreflight final : public Preflight {
     void on_version(Result<proc::Captured> r) {
         const std::string what = cmd("--version");
         if (!r) return finish(r.fail("preflight"));
+        if (timed_out(what, *r)) return;
         if (r->exit_code() != 0) {
             return fail_with(Errc::process,
                              with_output(what + " ended with " + proc::describe_status(
@@ -145,6 +167,7 @@ class RunningPreflight final : public Preflight {
     void on_validate(Result<proc::Captured> r) {
         std::string what = cmd(req_.validate_args.front());
         if (!r) return finish(r.fail("preflight: validate"));
+        if (timed_out("validate (" + what + ")", *r)) return;
         report_.validate_time =
             std::chrono::duration_cast<Duration>(sched_.now() - validate_started_);
         report_.peak_rss_kib = r->max_rss_kib;
@@ -168,6 +191,9 @@ class RunningPreflight final : public Preflight {
     PreflightReport report_;
     MonoTime validate_started_{};
     pid_t running_pid_ = -1;
+    std::unique_ptr<loop::Timer> timer_ = sched_.timer();
+    bool timed_out_ = false;
+    Duration timeout_{};
     loop::Guard guard_;  // last: dropped first
 };
 

@@ -165,7 +165,8 @@ TEST_CASE("preflight: a --version that hangs is killed at its timeout") {
     Release rel("version=0.118.0 version_output=hang");
     auto req = rel.request();
     req.version_timeout = Duration(300);
-    check_timed_out(rel, preflight(req), 1, "run " + rel.binary + ": timed out after 300ms");
+    check_timed_out(rel, preflight(req), 1,
+                    "preflight: " + rel.binary + " --version timed out after 300ms (killed)");
 }
 
 TEST_CASE("preflight: a failing validate is refused with its last lines of output") {
@@ -192,11 +193,14 @@ TEST_CASE("preflight: long output lines are cut to 2 KiB in the reason") {
 }
 
 TEST_CASE("preflight: a validate that hangs is killed with its group at the timeout") {
-    Release rel("version=0.118.0 validate=hang");
+    Release rel("version=0.118.0 validate=hang validate_lines=3");
     auto req = rel.request();
     req.validate_timeout = Duration(400);
+    // What it printed before it hung is in the reason.
     check_timed_out(rel, preflight(req), 2,
-                    "preflight: validate: run " + rel.binary + ": timed out after 400ms");
+                    "preflight: validate (" + rel.binary +
+                        " validate) timed out after 400ms (killed): validate line 1 | validate "
+                        "line 2 | validate line 3");
 }
 
 TEST_CASE("preflight: destroying a running preflight kills the group and calls nobody") {
