@@ -16,9 +16,9 @@ myr_need_pkgs() {
 }
 
 MYR_BUILD_PKGS=(build-essential meson ninja-build pkg-config python3 libuv1-dev libmbedtls-dev
-    libyaml-dev libjson-c-dev zlib1g-dev libarchive-dev libprotobuf-c-dev protobuf-c-compiler
-    doctest-dev node-llhttp)
-MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps e2fsprogs)
+    libyaml-dev libjson-c-dev zlib1g-dev libarchive-dev libzstd-dev libprotobuf-c-dev
+    protobuf-c-compiler doctest-dev node-llhttp)
+MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps e2fsprogs xz-utils zstd)
 MYR_FUZZ_PKGS=(clang libclang-rt-14-dev)
 
 # Node.js and npm run the independent peers of the interop and Sigstore cross-check tests. The

@@ -64,9 +64,10 @@ struct CaptureJob {
         }
     }
 
-    void on_exit(int status) {
+    void on_exit(int status, const struct rusage& usage) {
         exited = true;
         result.wait_status = status;
+        result.max_rss_kib = usage.ru_maxrss;
         if (eof) return maybe_finish();
         // Give the pipe a moment to drain; a descendant holding it open does not hold us up.
         timer->start(Duration(200), [this] {
@@ -84,11 +85,20 @@ void on_alloc(uv_handle_t*, size_t suggested, uv_buf_t* buf) noexcept {
 void on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) noexcept {
     auto* job = static_cast<CaptureJob*>(s->data);
     if (n > 0) {
-        size_t room =
-            job->opts.max_output - std::min(job->opts.max_output, job->result.output.size());
-        size_t take = std::min(room, static_cast<size_t>(n));
-        job->result.output.append(buf->base, take);
-        if (take < static_cast<size_t>(n)) job->result.truncated = true;
+        std::string& out = job->result.output;
+        const size_t max = job->opts.max_output;
+        if (job->opts.keep_tail) {
+            out.append(buf->base, static_cast<size_t>(n));
+            if (out.size() > max) {
+                out.erase(0, out.size() - max);
+                job->result.truncated = true;
+            }
+        } else {
+            size_t room = max - std::min(max, out.size());
+            size_t take = std::min(room, static_cast<size_t>(n));
+            out.append(buf->base, take);
+            if (take < static_cast<size_t>(n)) job->result.truncated = true;
+        }
     }
     delete[] buf->base;
     if (n < 0) {
@@ -100,8 +110,8 @@ void on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) noexcept {
 
 }  // namespace
 
-void run_capture(Reaper& reaper, loop::Scheduler& sched, const std::vector<std::string>& argv,
-                 const CaptureOptions& opts, CaptureCallback callback) {
+pid_t run_capture(Reaper& reaper, loop::Scheduler& sched, const std::vector<std::string>& argv,
+                  const CaptureOptions& opts, CaptureCallback callback) {
     auto* job = new CaptureJob();
     job->opts = opts;
     job->callback = std::move(callback);
@@ -109,13 +119,18 @@ void run_capture(Reaper& reaper, loop::Scheduler& sched, const std::vector<std::
     job->timer = sched.timer();
 
     // Failures before the process exists still answer through the loop, never from inside the call.
-    auto fail_later = [job, &sched](Error e) { sched.post([job, e] { job->finish(fail(e)); }); };
+    auto fail_later = [job, &sched](Error e) -> pid_t {
+        sched.post([job, e] { job->finish(fail(e)); });
+        return -1;
+    };
 
     int p[2];
     if (auto st = make_pipe(p); !st) return fail_later(st.error().context("run " + job->what));
     SpawnOptions so;
     so.output_fd = p[1];
-    auto s = reaper.spawn(argv, so, [job](int status) { job->on_exit(status); });
+    so.run_as = opts.run_as;
+    auto s = reaper.spawn_with_usage(
+        argv, so, [job](int status, const struct rusage& usage) { job->on_exit(status, usage); });
     ::close(p[1]);
     if (!s) {
         ::close(p[0]);
@@ -137,6 +152,7 @@ void run_capture(Reaper& reaper, loop::Scheduler& sched, const std::vector<std::
         job->timed_out = true;
         ::kill(-job->pid, SIGKILL);
     });
+    return s->pid;
 }
 
 }  // namespace myr::proc

@@ -36,6 +36,14 @@ Status Reaper::start() {
 
 Result<Spawned> Reaper::spawn(const std::vector<std::string>& argv, const SpawnOptions& opts,
                               ExitCallback on_exit) {
+    return spawn_with_usage(argv, opts,
+                            [cb = std::move(on_exit)](int status, const struct rusage&) {
+                                if (cb) cb(status);
+                            });
+}
+
+Result<Spawned> Reaper::spawn_with_usage(const std::vector<std::string>& argv,
+                                         const SpawnOptions& opts, UsageCallback on_exit) {
     auto s = proc::spawn(argv, opts);
     if (!s) return s;
     watched_[s->pid] = std::move(on_exit);
@@ -46,25 +54,26 @@ bool Reaper::signal(pid_t pid, int sig) {
     return ::kill(pid, sig) == 0;
 }
 
-void Reaper::deliver(pid_t pid, int status) {
+void Reaper::deliver(pid_t pid, int status, const struct rusage& usage) {
     auto it = watched_.find(pid);
     if (it == watched_.end()) {
         ++orphans_;
         log::debug("orphan reaped", {{"pid", pid}, {"status", describe_status(status)}});
         return;
     }
-    ExitCallback cb = std::move(it->second);
+    UsageCallback cb = std::move(it->second);
     watched_.erase(it);
-    if (cb) cb(status);
+    if (cb) cb(status, usage);
 }
 
 void Reaper::reap() {
 #ifdef __linux__
     for (;;) {
         int status = 0;
-        pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        struct rusage usage {};
+        pid_t pid = ::wait4(-1, &status, WNOHANG, &usage);
         if (pid > 0) {
-            deliver(pid, status);
+            deliver(pid, status, usage);
             continue;
         }
         if (pid < 0 && errno == EINTR) continue;
@@ -75,11 +84,12 @@ void Reaper::reap() {
     for (const auto& [pid, cb] : watched_) pids.push_back(pid);
     for (pid_t pid : pids) {
         int status = 0;
+        struct rusage usage {};
         pid_t r;
         do {
-            r = ::waitpid(pid, &status, WNOHANG);
+            r = ::wait4(pid, &status, WNOHANG, &usage);
         } while (r < 0 && errno == EINTR);
-        if (r == pid) deliver(pid, status);
+        if (r == pid) deliver(pid, status, usage);
     }
 #endif
 }

@@ -10,6 +10,7 @@
 // event, so a child that exits at once is never reaped before its owner is registered.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <functional>
@@ -40,6 +41,11 @@ class Reaper final : public Processes {
     // Starts a process and watches it; `on_exit` runs on the loop with its wait status.
     [[nodiscard]] Result<Spawned> spawn(const std::vector<std::string>& argv,
                                         const SpawnOptions& opts, ExitCallback on_exit) override;
+    // The same, also handing on the child's resource usage from wait4 (ru_maxrss is its peak
+    // resident set in KiB, as Linux counts it): the installer logs a preflight's peak memory.
+    using UsageCallback = std::function<void(int wait_status, const struct rusage& usage)>;
+    [[nodiscard]] Result<Spawned> spawn_with_usage(const std::vector<std::string>& argv,
+                                                   const SpawnOptions& opts, UsageCallback on_exit);
     bool signal(pid_t pid, int sig) override;
 
     // Collects whatever has ended now (also called by the SIGCHLD watcher).
@@ -51,11 +57,11 @@ class Reaper final : public Processes {
     loop::Loop& loop() { return loop_; }
 
   private:
-    void deliver(pid_t pid, int status);
+    void deliver(pid_t pid, int status, const struct rusage& usage);
 
     loop::Loop& loop_;
     loop::SignalWatcher sigchld_;
-    std::map<pid_t, ExitCallback> watched_;
+    std::map<pid_t, UsageCallback> watched_;
     size_t orphans_ = 0;
     bool subreaper_ = false;
 };
@@ -65,12 +71,17 @@ struct Captured {
     int wait_status = 0;
     std::string output;  // stdout and stderr interleaved, at most `max_output` bytes
     bool truncated = false;
+    long max_rss_kib = 0;  // the process's peak resident set (wait4's ru_maxrss)
     int exit_code() const;  // -1 when it ended by a signal
 };
 
 struct CaptureOptions {
     Duration timeout = std::chrono::seconds(10);
     size_t max_output = 64 * 1024;
+    // Past max_output keep the last bytes instead of the first: what a failing command printed
+    // last says why it failed.
+    bool keep_tail = false;
+    std::optional<RunAs> run_as;
 };
 
 using CaptureCallback = std::function<void(Result<Captured>)>;
@@ -78,8 +89,10 @@ using CaptureCallback = std::function<void(Result<Captured>)>;
 // Runs argv to its end through the Reaper, capturing stdout+stderr through a pipe read on the loop.
 // At the timeout its process group gets SIGKILL and the result is an error ("timed out after 10s").
 // An exec failure is an error naming errno. A non-zero exit is NOT an error: look at the status.
-// The callback runs exactly once, on the loop, never from inside this call.
-void run_capture(Reaper& reaper, loop::Scheduler& sched, const std::vector<std::string>& argv,
+// The callback runs exactly once, on the loop, never from inside this call. Returns the process's
+// pid (also its process group), or -1 when none was started, so that an owner that gives up early
+// can kill the group; the callback still runs once the process has ended.
+pid_t run_capture(Reaper& reaper, loop::Scheduler& sched, const std::vector<std::string>& argv,
                  const CaptureOptions& opts, CaptureCallback callback);
 
 }  // namespace myr::proc

@@ -1,6 +1,7 @@
 #include "proc/spawn.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,8 +42,25 @@ Status make_pipe(int fds[2]) {
 namespace {
 
 // Runs in the child between fork and exec: only async-signal-safe calls.
-[[noreturn]] void child_exec(char* const* argv, int output_fd, int status_fd) {
+[[noreturn]] void report_and_exit(int status_fd, int err) {
+    // The status pipe is close-on-exec: bytes on it mean exec failed.
+    ssize_t n;
+    do {
+        n = ::write(status_fd, &err, sizeof err);
+    } while (n < 0 && errno == EINTR);
+    ::_exit(exec_failure_code(err));
+}
+
+[[noreturn]] void child_exec(char* const* argv, int output_fd, const std::optional<RunAs>& run_as,
+                             int status_fd) {
     ::setpgid(0, 0);
+    if (run_as) {
+        // Supplementary groups first (root's would otherwise stay), then gid, then uid.
+        if (::setgroups(1, &run_as->gid) != 0 || ::setgid(run_as->gid) != 0 ||
+            ::setuid(run_as->uid) != 0) {
+            report_and_exit(status_fd, errno);
+        }
+    }
     // The updater's handlers and mask are libuv's; the child starts from the defaults. Dispositions
     // first, then the mask, so a pending signal meets the default action rather than our handler.
     struct sigaction dfl {};
@@ -61,13 +79,7 @@ namespace {
         if (output_fd > 2) ::close(output_fd);
     }
     ::execvp(argv[0], argv);
-    int err = errno;
-    // The status pipe is close-on-exec: bytes on it mean exec failed.
-    ssize_t n;
-    do {
-        n = ::write(status_fd, &err, sizeof err);
-    } while (n < 0 && errno == EINTR);
-    ::_exit(exec_failure_code(err));
+    report_and_exit(status_fd, errno);
 }
 
 }  // namespace
@@ -90,7 +102,7 @@ Result<Spawned> spawn(const std::vector<std::string>& args, const SpawnOptions& 
         ::close(status_pipe[1]);
         return fail_errno("spawn " + args[0] + ": fork", err);
     }
-    if (pid == 0) child_exec(argv.data(), opts.output_fd, status_pipe[1]);
+    if (pid == 0) child_exec(argv.data(), opts.output_fd, opts.run_as, status_pipe[1]);
 
     // Also here: whichever of parent and child runs first, the group exists before anybody signals
     // it. EACCES (the child already exec'd) and ESRCH (it already exited) are fine.

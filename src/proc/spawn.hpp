@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,20 @@
 
 namespace myr::proc {
 
+// A user to run as: the child sets its groups to `gid` alone, then its gid, then its uid (in that
+// order: once the uid is not root, it may no longer change the others). A failure is an exec
+// failure (Spawned::exec_errno, exit 126).
+struct RunAs {
+    uid_t uid = 0;
+    gid_t gid = 0;
+};
+
 struct SpawnOptions {
     // Where the child's stdout and stderr go: -1 keeps ours (pass-through, the supervisor's case),
     // else this fd is dup'ed onto both (run_capture's pipe). Stdin is always ours.
     int output_fd = -1;
+    // Unset: the child keeps our user.
+    std::optional<RunAs> run_as;
 };
 
 struct Spawned {

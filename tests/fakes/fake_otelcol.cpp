@@ -9,8 +9,12 @@
 //   version_output=ok|garbage|empty|hang|fail
 //                           ok: "otelcol-contrib version <v>"; garbage: a line without a version;
 //                           empty: nothing, exit 0; hang: never returns; fail: exit 1
-//   validate=ok|fail        `validate --config=F`: exit 0, or 1 with validate_message on stderr
+//   validate=ok|fail|hang   `validate --config=F`: exit 0, or 1 with validate_message on stderr,
+//                           or never return
 //   validate_message=text   (underscores become spaces)
+//   validate_lines=N        validate first prints N lines "validate line <i>" on stdout
+//   validate_alloc_mb=N     validate allocates and touches N MiB first (peak memory tests)
+//   validate_ids=1          validate first prints "validate uid=<uid> gid=<gid>" on stdout
 //   health=ok|fail          running: GET / on the health port answers 200 or 503
 //   health_port=N           health port; FAKE_OTELCOL_HEALTH_PORT wins, then the port of the first
 //                           `endpoint:` after `health_check` in the file given by --config;
@@ -146,7 +150,21 @@ int print_version(const Trailer& t, const std::string& version) {
 }
 
 int validate(const Trailer& t) {
-    if (get(t, "validate", "ok") == "ok") return 0;
+    if (get(t, "validate_ids", "0") == "1") {
+        write_all(1, "validate uid=" + std::to_string(::getuid()) +
+                         " gid=" + std::to_string(::getgid()) + "\n");
+    }
+    long lines = std::atol(get(t, "validate_lines", "0").c_str());
+    for (long i = 1; i <= lines; ++i) write_all(1, "validate line " + std::to_string(i) + "\n");
+    long alloc = std::atol(get(t, "validate_alloc_mb", "0").c_str());
+    std::vector<char> ballast;
+    if (alloc > 0) ballast.assign(static_cast<size_t>(alloc) * 1024 * 1024, 1);
+    // Read back, so that no optimiser drops the touched pages.
+    volatile char keep = ballast.empty() ? 0 : ballast[ballast.size() / 2];
+    (void)keep;
+    std::string mode = get(t, "validate", "ok");
+    if (mode == "hang") hang_forever();
+    if (mode == "ok") return 0;
     std::string msg = get(t, "validate_message", "invalid_configuration");
     for (char& c : msg) {
         if (c == '_') c = ' ';

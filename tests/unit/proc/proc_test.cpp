@@ -122,3 +122,31 @@ TEST_CASE("reaper: an orphan re-parented to us is reaped, a watched pid goes to 
     }
     CHECK(loop.close() == 0);
 }
+
+TEST_CASE("run_capture: keep_tail keeps the last bytes of a long output") {
+    proc::CaptureOptions o;
+    o.max_output = 10;
+    o.keep_tail = true;
+    auto r = capture({"/bin/sh", "-c", "seq 1 1000"}, o);
+    REQUIRE(r.ok());
+    CHECK(r->output == "\n999\n1000\n");
+    CHECK(r->truncated);
+}
+
+TEST_CASE("run_capture: the child's peak resident set comes from wait4") {
+    // A shell that holds a 20 MiB string at once: its peak is at least that.
+    auto r = capture({"/bin/sh", "-c", "x=$(head -c 20000000 /dev/zero | tr '\\0' a); echo ${#x}"});
+    REQUIRE(r.ok());
+    CHECK(r->output == "20000000\n");
+    CHECK(r->max_rss_kib > 19000);
+}
+
+TEST_CASE("run_capture: run_as runs the command as another user and group") {
+    if (!myr::test::is_root()) MYR_SKIP("switching users needs root");
+    proc::CaptureOptions o;
+    o.run_as = proc::RunAs{65534, 65534};
+    auto r = capture({"/bin/sh", "-c", "id -u; id -g; id -G"}, o);
+    REQUIRE(r.ok());
+    CHECK(r->exit_code() == 0);
+    CHECK(r->output == "65534\n65534\n65534\n");
+}

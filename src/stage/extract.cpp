@@ -1,0 +1,444 @@
+// extract_binary: libarchive reads the release archive from the fd, one block at a time; only the
+// binary's bytes are ever written, and only after the whole archive was read to its end does the
+// temp file get its final name. Reading to the end is what lets us refuse a second candidate
+// member, a member with `..` anywhere in the archive, and a truncated tail — an archive is judged
+// whole, never by its first good-looking part. docs/stage.md lists every rule.
+#include "stage/extract.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "fsx/dir.hpp"
+#include "fsx/file.hpp"
+#include "hash/sha256.hpp"
+
+namespace myr::stage {
+
+namespace {
+
+constexpr size_t kBlock = 64 * 1024;
+
+// What our read callback knows; libarchive calls it from inside archive_read_next_header() and
+// archive_read_data(), including while it skips (decompresses past) members we do not want. That
+// is where a zip bomb spends its bytes, so the unpacked total is checked there, not only between
+// headers.
+//
+// gzip is inflated here with zlib rather than by libarchive's gzip filter, which does not check
+// the CRC-32 and length of the trailer ("XXX TODO" in 3.6): a deflate stream of stored blocks
+// with flipped bytes would pass. zlib checks both. xz and zstd carry their own checks, verified
+// by liblzma and libzstd under libarchive.
+struct Source {
+    int fd = -1;
+    uint64_t max_unpacked = 0;
+    uint64_t raw_bytes = 0;
+    uint8_t magic[4] = {};
+    size_t magic_len = 0;
+    int read_errno = 0;
+    bool over_unpacked = false;
+    std::string gzip_error;  // set when our gzip layer refused the stream
+    std::vector<char> in = std::vector<char>(kBlock);
+    size_t in_len = 0;  // bytes of `in` read ahead and not handed on yet (the first block)
+    bool raw_eof = false;
+
+    bool gzip = false;
+    bool gzip_end = false;  // the last member's trailer was read and nothing follows
+    z_stream z{};
+    bool z_live = false;
+    uint64_t drained = 0;  // inflated after libarchive saw the end of the tar
+    std::vector<char> out = std::vector<char>(kBlock);
+
+    ~Source() {
+        if (z_live) inflateEnd(&z);
+    }
+
+    // One read(2), EINTR retried; the count, 0 at the end, -1 with read_errno set.
+    ssize_t read_raw(char* buf, size_t len) {
+        ssize_t n;
+        do {
+            n = ::read(fd, buf, len);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            read_errno = errno;
+            return -1;
+        }
+        for (ssize_t i = 0; i < n && magic_len < sizeof magic; ++i) {
+            magic[magic_len++] = static_cast<uint8_t>(buf[i]);
+        }
+        raw_bytes += static_cast<uint64_t>(n);
+        return n;
+    }
+
+    // Reads the first block ahead, to tell gzip from the rest before libarchive bids.
+    Status prime() {
+        ssize_t n = read_raw(in.data(), in.size());
+        if (n < 0) return fail_errno("read", read_errno);
+        in_len = static_cast<size_t>(n);
+        if (n == 0) raw_eof = true;
+        gzip = in_len >= 2 && static_cast<uint8_t>(in[0]) == 0x1f &&
+               static_cast<uint8_t>(in[1]) == 0x8b;
+        if (gzip) {
+            // 16 + 15: gzip wrapper only, largest window; the trailer is checked by inflate.
+            if (inflateInit2(&z, 16 + 15) != Z_OK) return fail("gzip: inflateInit failed");
+            z_live = true;
+            z.next_in = reinterpret_cast<Bytef*>(in.data());
+            z.avail_in = static_cast<uInt>(in_len);
+            in_len = 0;
+        }
+        return {};
+    }
+
+    // More compressed input when inflate has used up what it had; false on a read error.
+    bool refill() {
+        if (z.avail_in != 0 || raw_eof) return true;
+        ssize_t n = read_raw(in.data(), in.size());
+        if (n < 0) return false;
+        if (n == 0) raw_eof = true;
+        z.next_in = reinterpret_cast<Bytef*>(in.data());
+        z.avail_in = static_cast<uInt>(n);
+        return true;
+    }
+
+    // Decompressed bytes into `out`; 0 at the clean end, -1 on an error (gzip_error set).
+    ssize_t inflate_some() {
+        z.next_out = reinterpret_cast<Bytef*>(out.data());
+        z.avail_out = static_cast<uInt>(out.size());
+        while (z.avail_out == out.size()) {
+            if (gzip_end) return 0;
+            if (!refill()) return -1;
+            if (z.avail_in == 0 && raw_eof) {
+                gzip_error = "gzip: unexpected end of data";
+                return -1;
+            }
+            int r = inflate(&z, Z_NO_FLUSH);
+            if (r == Z_STREAM_END) {
+                // Another gzip member may follow (concatenated .gz files are one stream).
+                if (!refill()) return -1;
+                if (z.avail_in == 0) {
+                    gzip_end = true;
+                } else if (z.avail_in >= 2 && z.next_in[0] == 0x1f && z.next_in[1] == 0x8b) {
+                    inflateReset(&z);
+                } else {
+                    gzip_error = "gzip: unexpected bytes after the compressed data";
+                    return -1;
+                }
+            } else if (r != Z_OK && r != Z_BUF_ERROR) {
+                gzip_error = std::string("gzip: ") + (z.msg ? z.msg : "invalid data");
+                return -1;
+            } else if (r == Z_BUF_ERROR && z.avail_in == 0 && raw_eof) {
+                gzip_error = "gzip: unexpected end of data";
+                return -1;
+            }
+        }
+        return static_cast<ssize_t>(out.size() - z.avail_out);
+    }
+};
+
+la_ssize_t on_read(struct archive* a, void* data, const void** out) {
+    auto* s = static_cast<Source*>(data);
+    // archive_filter_bytes(a, 0): bytes handed out by the outermost decompressor so far (ours,
+    // for gzip: then libarchive sees a plain tar).
+    const la_int64_t unpacked = archive_filter_bytes(a, 0);
+    if (unpacked > 0 && static_cast<uint64_t>(unpacked) > s->max_unpacked) {
+        s->over_unpacked = true;
+        archive_set_error(a, EFBIG, "unpacked size limit reached");
+        return -1;
+    }
+    if (s->gzip) {
+        ssize_t n = s->inflate_some();
+        if (n < 0) {
+            archive_set_error(a, EINVAL, "%s", s->gzip_error.c_str());
+            return -1;
+        }
+        *out = s->out.data();
+        return n;
+    }
+    if (s->in_len > 0) {
+        *out = s->in.data();
+        return static_cast<la_ssize_t>(std::exchange(s->in_len, 0));
+    }
+    ssize_t n = s->read_raw(s->in.data(), s->in.size());
+    if (n < 0) {
+        archive_set_error(a, s->read_errno, "read: %s", std::strerror(s->read_errno));
+        return -1;
+    }
+    *out = s->in.data();
+    return n;
+}
+
+// The zip reader finds its central directory by seeking; without this callback it would fall back
+// to reading local headers, which a crafted zip can make disagree with the central directory.
+la_int64_t on_seek(struct archive*, void* data, la_int64_t offset, int whence) {
+    auto* s = static_cast<Source*>(data);
+    off_t r = ::lseek(s->fd, static_cast<off_t>(offset), whence);
+    return r < 0 ? ARCHIVE_FATAL : static_cast<la_int64_t>(r);
+}
+
+struct ArchiveFree {
+    void operator()(struct archive* a) const { archive_read_free(a); }
+};
+
+// A member's name split into components. "./" and empty components (a trailing '/') carry no
+// meaning for where the member would go and are dropped; everything else is kept as it is.
+struct Name {
+    std::vector<std::string> parts;
+    bool absolute = false;
+    bool dotdot = false;
+};
+
+Name split_name(const std::string& raw) {
+    Name n;
+    n.absolute = !raw.empty() && raw[0] == '/';
+    size_t i = 0;
+    while (i <= raw.size()) {
+        size_t j = raw.find('/', i);
+        if (j == std::string::npos) j = raw.size();
+        std::string part = raw.substr(i, j - i);
+        if (part == "..") n.dotdot = true;
+        if (!part.empty() && part != ".") n.parts.push_back(std::move(part));
+        i = j + 1;
+    }
+    return n;
+}
+
+const char* type_name(struct archive_entry* e) {
+    if (archive_entry_hardlink(e) != nullptr) return "hardlink";
+    switch (archive_entry_filetype(e)) {
+        case AE_IFREG:
+            return "regular file";
+        case AE_IFLNK:
+            return "symlink";
+        case AE_IFDIR:
+            return "directory";
+        case AE_IFCHR:
+            return "character device";
+        case AE_IFBLK:
+            return "block device";
+        case AE_IFIFO:
+            return "fifo";
+        case AE_IFSOCK:
+            return "socket";
+        default:
+            return "unknown type";
+    }
+}
+
+Failure refuse(const std::string& member, const std::string& rule) {
+    return fail(Errc::invalid, "stage: " + member + ": " + rule);
+}
+
+bool zstd_magic(const Source& s) {
+    static const uint8_t kZstd[4] = {0x28, 0xb5, 0x2f, 0xfd};
+    return s.magic_len == 4 && std::memcmp(s.magic, kZstd, 4) == 0;
+}
+
+}  // namespace
+
+Result<Extracted> extract_binary(int archive_fd, const std::string& binary, int dir_fd,
+                                 const ExtractLimits& limits) {
+    if (binary.empty() || binary == "." || binary == ".." ||
+        binary.find('/') != std::string::npos) {
+        return fail(Errc::invalid, "stage: binary name \"" + binary +
+                                       "\" must be a single path component");
+    }
+    if (limits.max_binary_size == 0) {
+        return fail(Errc::invalid, "stage: no size limit for the binary (max_binary_size is 0)");
+    }
+    const uint64_t max_unpacked = limits.max_unpacked != 0
+                                      ? limits.max_unpacked
+                                      : (limits.max_binary_size > UINT64_MAX / 4
+                                             ? UINT64_MAX
+                                             : 4 * limits.max_binary_size);
+
+    std::unique_ptr<struct archive, ArchiveFree> a(archive_read_new());
+    if (!a) return fail(Errc::system, "stage: out of memory creating the archive reader");
+    // Only what releases are shipped as: each format and filter registered here is code that
+    // reads hostile bytes, and (in the static build) code linked into the binary.
+    archive_read_support_format_tar(a.get());
+    archive_read_support_filter_xz(a.get());
+#if MYR_HAVE_ZSTD
+    archive_read_support_filter_zstd(a.get());
+#endif
+
+    Source src;
+    src.fd = archive_fd;
+    src.max_unpacked = max_unpacked;
+    // A seekable archive is read from its start: zip's offsets count from there.
+    const bool seekable = ::lseek(archive_fd, 0, SEEK_SET) == 0;
+    if (auto p = src.prime(); !p) {
+        return fail(Error(Errc::system, "stage: read archive: " + p.error().message(),
+                          p.error().sys_errno()));
+    }
+    // zip: from its central directory when the fd can seek — the directory is what unzip and
+    // the Go toolchain read, and a zip without a valid one (cut short, a flipped offset) is then
+    // refused rather than read again from its local headers. A pipe only allows the local headers.
+    if (seekable) {
+        archive_read_support_format_zip_seekable(a.get());
+    } else {
+        archive_read_support_format_zip_streamable(a.get());
+    }
+    archive_read_set_read_callback(a.get(), on_read);
+    archive_read_set_callback_data(a.get(), &src);
+    // Seeking would bypass our gzip layer; plain tar and zip use it to skip members unread.
+    if (seekable && !src.gzip) archive_read_set_seek_callback(a.get(), on_seek);
+
+    // The reason for a failure of libarchive, in our words first: the limits and read errors we
+    // caused ourselves, then its own text.
+    auto archive_failure = [&](const std::string& member) -> Failure {
+        const std::string who = member.empty() ? std::string("archive") : member;
+        if (src.over_unpacked) {
+            return refuse(who, "refusing archive that unpacks to more than " +
+                                   std::to_string(max_unpacked) + " bytes (limit max_unpacked)");
+        }
+        if (src.read_errno != 0) {
+            return fail(Error(Errc::system, "stage: read archive: " +
+                                                std::string(std::strerror(src.read_errno)),
+                              src.read_errno));
+        }
+        const char* why = archive_error_string(a.get());
+        std::string text = !src.gzip_error.empty() ? src.gzip_error : why ? why : "unknown error";
+        if (src.raw_bytes == 0) return refuse("archive", "refusing empty file");
+        if (!MYR_HAVE_ZSTD && member.empty() && zstd_magic(src)) {
+            return refuse("archive", "zstd compression is not supported by this build");
+        }
+        if (member.empty() && src.magic_len == 4 && std::memcmp(src.magic, "PK\x03\x04", 4) == 0 &&
+            archive_file_count(a.get()) == 0) {
+            return refuse("archive",
+                          "truncated or corrupt archive: a zip without a valid central directory");
+        }
+        if (member.empty() && archive_file_count(a.get()) == 0) {
+            return refuse("archive", "not a tar or zip archive (gzip, xz, zstd or none): " + text);
+        }
+        return refuse(who, "truncated or corrupt archive: " + text);
+    };
+
+    if (archive_read_open1(a.get()) != ARCHIVE_OK) return archive_failure("");
+
+    std::optional<fsx::TempFile> out;
+    std::string found;        // the member being or having been extracted
+    std::string found_top;    // its top folder, "" when at the top
+    uint64_t written = 0;
+    hash::Sha256 sha;
+    uint64_t members = 0;
+    uint64_t zip_data = 0;  // zip decompresses per member: the binary's bytes come on top
+
+    for (;;) {
+        struct archive_entry* e = nullptr;
+        int r = archive_read_next_header(a.get(), &e);
+        if (r == ARCHIVE_EOF) break;
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) return archive_failure(found);
+        if (++members > limits.max_members) {
+            return refuse("archive", "refusing archive with more than " +
+                                         std::to_string(limits.max_members) +
+                                         " members (limit max_members)");
+        }
+        const char* p = archive_entry_pathname(e);
+        const std::string raw = p ? p : "";
+        if (raw.empty()) return refuse("archive", "refusing member without a name");
+        const Name name = split_name(raw);
+        if (name.absolute) return refuse(raw, "refusing absolute member name");
+        if (name.dotdot) return refuse(raw, "refusing member name with a '..' component");
+
+        // A directory is never the binary: the top folder may well be named like it.
+        const bool candidate = !name.parts.empty() && name.parts.back() == binary &&
+                               name.parts.size() <= 2 && archive_entry_filetype(e) != AE_IFDIR;
+        if (!candidate) continue;  // read past: its data is skipped by the next header call
+
+        const std::string top = name.parts.size() == 2 ? name.parts[0] : "";
+        if (!found.empty()) {
+            if (!found_top.empty() && !top.empty() && found_top != top) {
+                return refuse(raw, "refusing a second top folder holding " + binary + " (" +
+                                       found_top + "/ and " + top + "/)");
+            }
+            return refuse(raw, "refusing duplicate member: " + found + " is the binary already");
+        }
+        if (archive_entry_hardlink(e) != nullptr || archive_entry_filetype(e) != AE_IFREG) {
+            return refuse(raw, std::string("refusing ") + type_name(e) +
+                                   " member (the binary must be a regular file)");
+        }
+        if (archive_entry_size_is_set(e) && archive_entry_size(e) >= 0 &&
+            static_cast<uint64_t>(archive_entry_size(e)) > limits.max_binary_size) {
+            return refuse(raw, "refusing member of " + std::to_string(archive_entry_size(e)) +
+                                   " bytes, over the limit of " +
+                                   std::to_string(limits.max_binary_size) +
+                                   " (max_binary_size)");
+        }
+        found = raw;
+        found_top = top;
+
+        auto t = fsx::TempFile::create(dir_fd, binary);
+        if (!t) return t.fail("stage: " + raw);
+        out.emplace(std::move(*t));
+        std::vector<char> buf(kBlock);
+        for (;;) {
+            la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
+            if (n == 0) break;
+            if (n < 0) return archive_failure(raw);
+            written += static_cast<uint64_t>(n);
+            if ((archive_format(a.get()) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_ZIP) {
+                zip_data += static_cast<uint64_t>(n);
+            }
+            // The header's size is only a claim; what counts is what comes out.
+            if (written > limits.max_binary_size) {
+                return refuse(raw, "refusing member over the limit of " +
+                                       std::to_string(limits.max_binary_size) +
+                                       " bytes (max_binary_size)");
+            }
+            const la_int64_t seen = archive_filter_bytes(a.get(), 0);
+            if (zip_data + static_cast<uint64_t>(std::max<la_int64_t>(0, seen)) > max_unpacked) {
+                src.over_unpacked = true;
+                return archive_failure(raw);
+            }
+            sha.update(buf.data(), static_cast<size_t>(n));
+            auto w = out->write(std::string_view(buf.data(), static_cast<size_t>(n)));
+            if (!w) return w.fail("stage: " + raw + ": write " + binary);
+        }
+    }
+    if (src.over_unpacked) return archive_failure(found);
+    // libarchive stops at the tar's end-of-archive blocks; the gzip trailer after them (CRC-32,
+    // length) is what proves the stream whole, so read to it.
+    while (src.gzip) {
+        ssize_t n = src.inflate_some();
+        if (n == 0) break;
+        if (n < 0) return archive_failure(found);
+        src.drained += static_cast<uint64_t>(n);
+        const la_int64_t seen = archive_filter_bytes(a.get(), 0);
+        if (static_cast<uint64_t>(std::max<la_int64_t>(0, seen)) + src.drained > max_unpacked) {
+            src.over_unpacked = true;
+            return archive_failure(found);
+        }
+    }
+    if (found.empty()) {
+        return refuse(binary, "no member named " + binary +
+                                  " at the top of the archive or under one top folder");
+    }
+    // commit() fails after its rename only at the directory fsync; the promise is still "nothing
+    // under that name", so our file goes then — recognised by its inode, an older file is kept.
+    struct stat mine {};
+    const bool have_ino = ::fstat(out->fd(), &mine) == 0;
+    if (auto c = out->commit(0755); !c) {
+        struct stat now {};
+        if (have_ino && ::fstatat(dir_fd, binary.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+            now.st_ino == mine.st_ino && now.st_dev == mine.st_dev) {
+            (void)fsx::unlink_at(dir_fd, binary);
+        }
+        return c.fail("stage: " + found + ": " + binary);
+    }
+    Extracted x;
+    x.member = found;
+    x.size = written;
+    x.sha256_hex = hash::to_hex(sha.finish());
+    return x;
+}
+
+}  // namespace myr::stage
