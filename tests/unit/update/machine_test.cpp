@@ -108,7 +108,7 @@ TEST_CASE("update machine: every (state, event) pair goes where the design says,
     CHECK(known + refused == kStateCount * kEventCount);
 }
 
-TEST_CASE("update machine: a failure before stopping never reaches rolling_back, one after always does") {
+TEST_CASE("update machine: a failure before stopping never rolls back, one after always does") {
     for (S s : {S::checking, S::downloading, S::verifying, S::staging, S::preflight}) {
         CAPTURE(to_string(s));
         CHECK(*next(s, E::failed) == S::failed);
