@@ -192,7 +192,7 @@ void Installer::later(Event ev, std::string reason) {
 // that names it.
 void Installer::enter(State s) {
     if (!journaled(s)) return work(s);
-    VolumeOps::JournalEntry e{std::string(phase(s)), from_, pkg_->version};
+    VolumeOps::JournalEntry e{std::string(phase(s)), from_, pkg_->version, hexs(pkg_->hash)};
     step_ = ports_.volume.write_journal(std::move(e), bound([this, s](Status st) {
         if (!st) {
             if (s == State::rolling_back) {

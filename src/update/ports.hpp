@@ -178,6 +178,9 @@ class VolumeOps {
         std::string phase;
         std::string from;  // active before the install
         std::string to;    // offered version
+        // The offer's package hash: the first write of an install also records it as
+        // "in-progress" in last-attempt.json, so a start after a crash knows which offer it was.
+        std::string package_hash_hex;
     };
     [[nodiscard]] virtual std::unique_ptr<Step> write_journal(JournalEntry entry, Done done) = 0;
 
