@@ -74,6 +74,8 @@ class Installer : public service::CriticalSection {
 
     void offer(Offer offer);
     const Report& report() const { return report_; }
+    // The version `current` names as far as the installer knows (after a commit or a rollback).
+    const std::string& active_version() const { return active_; }
     State state() const { return state_; }
 
     // TERM or INT.

@@ -5,22 +5,10 @@
 #include "journal/recover.hpp"
 #include "journal/seed.hpp"
 #include "store/activate.hpp"
+#include "update/job.hpp"
 #include "update/state_files.hpp"
 
 namespace myr::update {
-namespace {
-
-// Cancelling a job that already runs on the pool cannot stop it; it only silences its answer.
-class JobStep : public Step {
-  public:
-    explicit JobStep(std::shared_ptr<bool> alive) : alive_(std::move(alive)) {}
-    ~JobStep() override { *alive_ = false; }
-
-  private:
-    std::shared_ptr<bool> alive_;
-};
-
-}  // namespace
 
 StoreVolumeOps::StoreVolumeOps(loop::Scheduler& sched, std::shared_ptr<store::Volume> volume,
                                std::shared_ptr<journal::Journal> journal, uint32_t keep_versions)
@@ -31,17 +19,7 @@ StoreVolumeOps::StoreVolumeOps(loop::Scheduler& sched, std::shared_ptr<store::Vo
 
 template <class T>
 std::unique_ptr<Step> StoreVolumeOps::run(std::function<Result<T>()> work, Callback<T> done) {
-    auto alive = std::make_shared<bool>(true);
-    auto out = std::make_shared<std::optional<Result<T>>>();
-    sched_.post_work([work = std::move(work), out] { out->emplace(work()); },
-                     [alive, out, done = std::move(done)](bool cancelled) {
-                         if (!*alive) return;
-                         if (cancelled || !out->has_value()) {
-                             return done(fail(Errc::cancelled, "volume: dropped by shutdown"));
-                         }
-                         done(std::move(**out));
-                     });
-    return std::make_unique<JobStep>(alive);
+    return post_job<T>(sched_, "volume", std::move(work), std::move(done));
 }
 
 std::unique_ptr<Step> StoreVolumeOps::inspect(Callback<Inspection> done) {
