@@ -1,5 +1,6 @@
 #include "update/volume_ops.hpp"
 
+#include "core/fault.hpp"
 #include "core/log.hpp"
 #include "core/time.hpp"
 #include "journal/recover.hpp"
@@ -60,8 +61,12 @@ std::unique_ptr<Step> StoreVolumeOps::write_journal(JournalEntry e, Done done) {
     auto journal = journal_;
     return run<void>(
         [journal, r, in_progress]() -> Status {
+            // The crash matrix's points of each journaled state's entry: update.<phase>.before
+            // (nothing of the state written yet) and .after (journaled, its work not begun).
+            MYR_TRY(fault::point("update." + r.phase + ".before"), "journal");
             if (in_progress) MYR_TRY(store_attempt(*journal, *in_progress), "journal");
             MYR_TRY(journal->write(r), "journal " + r.phase);
+            MYR_TRY(fault::point("update." + r.phase + ".after"), "journal");
             return {};
         },
         std::move(done));
@@ -107,6 +112,7 @@ std::unique_ptr<Step> StoreVolumeOps::finish(Finish f, Done done) {
         [vol, journal, f, keep]() -> Status {
             // The journal goes first: the outcome is decided, and everything after it is tidying
             // that a crash may cut short without harm (the next start cleans staging and spool).
+            MYR_TRY(fault::point("update.finish.before"), "finish");
             if (f.clear_journal) MYR_TRY(journal->clear(), "finish");
             if (!f.staged_id.empty()) {
                 MYR_TRY(store::discard_staging(*vol, f.staged_id), "finish");
@@ -115,6 +121,7 @@ std::unique_ptr<Step> StoreVolumeOps::finish(Finish f, Done done) {
             if (!spool) return spool.fail("finish");
             if (f.attempt) MYR_TRY(store_attempt(*journal, *f.attempt), "finish");
             if (f.installed) MYR_TRY(store_installed(*journal, *f.installed), "finish");
+            MYR_TRY(fault::point("update.finish.after"), "finish");
             if (f.gc) {
                 // A failed GC costs disk space, not correctness: logged, not an install failure.
                 auto g = journal::gc(*vol, *journal, keep);

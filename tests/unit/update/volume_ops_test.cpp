@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/file.hpp"
+#include "core/fault.hpp"
 #include "harness.hpp"
 #include "hash/sha256.hpp"
 #include "journal/recover.hpp"
@@ -246,4 +246,21 @@ TEST_CASE("state files: a corrupt last-attempt.json is an error, never trusted i
     CHECK_FALSE(load_attempt(*rig.j).ok());
     // inspect ignores it rather than failing the install.
     CHECK_FALSE(rig.inspect().last_attempt.has_value());
+}
+
+TEST_CASE("volume ops: each journaled state's entry has fault points before and after the write") {
+    VolumeRig rig;
+    ::setenv("MYRIARCH_FAULT", "update.swapping.before:fail", 1);
+    fault::reload();
+    Status st = rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("swapping"), d); });
+    CHECK_FALSE(st.ok());
+    CHECK(st.error().code() == Errc::injected);
+    CHECK(rig.j->load()->kind == journal::Loaded::Kind::absent);  // before: nothing written
+    ::setenv("MYRIARCH_FAULT", "update.swapping.after:fail", 1);
+    fault::reload();
+    st = rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("swapping"), d); });
+    CHECK_FALSE(st.ok());
+    CHECK(rig.j->load()->record.phase == "swapping");  // after: the journal is on disk
+    ::unsetenv("MYRIARCH_FAULT");
+    fault::reload();
 }
