@@ -221,9 +221,14 @@ void ContainerRuntime::start_installer(const journal::SeedOutcome& seeded) {
     installer_ = std::make_unique<update::Installer>(
         sched_, ports, update_settings(cfg_), [this, image = seeded.image_version] {
             status_.set_versions({image, installer_->active_version(), ""});
+            status_.set_install_problem(installer_->unhealthy_reason());
             if (agent_) agent_->state_changed();
         });
-    installer_->set_active(seeded.active_version);
+    // The package hash goes with the version only while that version is still the active one
+    // (seeding may have replaced it by the image's).
+    const auto& in = volume_->installed;
+    installer_->set_active(seeded.active_version,
+                           in && in->version == seeded.active_version ? in->package_hash : "");
     packages_ = std::make_unique<PackageAdapter>(*installer_);
 }
 
