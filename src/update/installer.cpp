@@ -95,7 +95,18 @@ void Installer::offer(Offer o) {
     if (shutting_down_) return;
     std::string key = key_of(o);
     if (state_ != State::idle) {
-        if (offer_ && key == key_of(*offer_)) return;  // the same offer again: ignored
+        if (offer_ && key == key_of(*offer_)) {
+            // The same offer again: ignored — unless a newer one cancelled it meanwhile (it is
+            // wanted again: start it over) or is waiting for the critical section (the latest
+            // offer is this one again: the newer one is withdrawn).
+            if (cancelled_) {
+                pending_ = std::move(o);
+            } else if (pending_) {
+                log::info("update: newer offer withdrawn", {{"version", pkg_->version}});
+                pending_.reset();
+            }
+            return;
+        }
         if (pending_ && key == key_of(*pending_)) return;
         std::string version;
         for (const OfferedPackage& p : o.packages) {
@@ -546,7 +557,8 @@ void Installer::probe_next() {
     Duration timeout = std::min(settings_.probe_timeout, settings_.health_interval);
     if (timeout <= Duration::zero()) timeout = settings_.probe_timeout;
     step_ = ports_.health.get(url, timeout, bound([this, what](Result<int> r) {
-        step_.reset();
+        // The probe's client is still on the stack that called us: let it go on a later turn.
+        sched_.post([done = std::shared_ptr<Step>(std::move(step_))] {});
         if (!r) return round_result(false, what + ": " + r.error().message());
         if (*r < 200 || *r > 299) return round_result(false, what + ": " + std::to_string(*r));
         ++probe_index_;

@@ -683,3 +683,36 @@ TEST_CASE("installer: readiness names the step and clears after the critical sec
     CHECK(rig.inst->ready());
     CHECK(rig.inst->describe() == "no install in progress");
 }
+
+TEST_CASE("installer: a newer offer withdrawn during the critical section is not installed") {
+    Rig rig;
+    rig.inst->offer(offer_of("0.117.0", 'p'));
+    rig.until(State::health_checking);
+    rig.inst->offer(offer_of("0.118.0", 'q'));
+    rig.inst->offer(offer_of("0.117.0", 'p'));  // the server went back to the running install
+    rig.settle();
+    rig.settle();
+    CHECK(rig.count("inspect") == 1);
+    CHECK_FALSE(rig.traced("fetch:https://artifacts.example/otelcol-0.118.0"));
+    CHECK(rig.top().offered_version == "0.117.0");
+    CHECK(rig.top().code == Code::installed);
+}
+
+TEST_CASE("installer: an offer cancelled by a newer one and then offered again starts over") {
+    Rig rig;
+    rig.fetcher.answers.hold = true;
+    rig.inst->offer(offer_of("0.117.0", 'p'));
+    rig.until(State::downloading);
+    rig.inst->offer(offer_of("0.118.0", 'q'));  // cancels 0.117.0
+    rig.inst->offer(offer_of("0.117.0", 'p'));  // and 0.117.0 is the latest again
+    rig.fetcher.answers.hold = false;
+    for (int i = 0; i < 5; ++i) {
+        rig.sched.run_pending();
+        while (!rig.fetcher.answers.held.empty()) rig.fetcher.answers.release();
+    }
+    rig.settle();
+    CHECK(rig.inst->state() == State::idle);
+    CHECK(rig.top().offered_version == "0.117.0");
+    CHECK(rig.top().code == Code::installed);
+    CHECK_FALSE(rig.traced("fetch:https://artifacts.example/otelcol-0.118.0"));
+}
