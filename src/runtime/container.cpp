@@ -79,8 +79,11 @@ ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, 
                      (!installer_ || installer_->ready());
           },
           [this] {
-              return installer_ && !installer_->ready() ? installer_->describe()
-                                                        : child_.describe();
+              if (!installer_ || installer_->state() == update::State::idle) {
+                  return child_.describe();
+              }
+              if (!installer_->ready()) return installer_->describe();
+              return child_.describe() + "; " + installer_->describe();
           }),
       status_(sched_, child_),
       fetcher_(sched_),

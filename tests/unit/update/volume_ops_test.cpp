@@ -11,7 +11,9 @@
 #include "journal/recover.hpp"
 #include "loop/fake_scheduler.hpp"
 #include "store/activate.hpp"
+#include "update/installer.hpp"
 #include "update/state_files.hpp"
+#include "fake_ports.hpp"
 
 using namespace myr;
 using namespace myr::update;
@@ -263,4 +265,124 @@ TEST_CASE("volume ops: each journaled state's entry has fault points before and 
     CHECK(rig.j->load()->record.phase == "swapping");  // after: the journal is on disk
     ::unsetenv("MYRIARCH_FAULT");
     fault::reload();
+}
+
+namespace {
+
+// The stager as the real one leaves things: the binary in a fresh `.staging/<id>/` of the store.
+class DiskStager : public Stager {
+  public:
+    DiskStager(loop::FakeScheduler& s, store::Volume& v) : sched_(s), vol_(v) {}
+    std::unique_ptr<Step> stage(std::string, Callback<Staged> done) override {
+        auto st = store::create_staging(vol_);
+        REQUIRE(st);
+        std::string bytes = "collector 0.117.0";
+        std::string path = store::staged_binary_path(vol_, st->id);
+        test::write_file(path, bytes, 0755);
+        Staged out{st->id, path, hash::to_hex(hash::sha256(bytes)), bytes.size()};
+        auto alive = std::make_shared<bool>(true);
+        sched_.post([alive, done, out] {
+            if (*alive) done(out);
+        });
+        return std::make_unique<testing::FakeStep>(alive);
+    }
+
+  private:
+    loop::FakeScheduler& sched_;
+    store::Volume& vol_;
+};
+
+struct EndToEnd {
+    VolumeRig v;
+    testing::Trace trace;
+    testing::FakeFetcher fetcher{v.sched, trace};
+    testing::FakeVerifier verifier{v.sched, trace};
+    DiskStager stager{v.sched, *v.vol};
+    testing::FakePreflight preflight{v.sched, trace};
+    testing::FakeService service{v.sched, trace};
+    testing::FakeHealth health{v.sched, trace};
+    std::unique_ptr<Installer> inst;
+    EndToEnd() {
+        Settings s;
+        s.require_signature = false;
+        s.health_interval = std::chrono::seconds(1);
+        s.health_timeout = std::chrono::seconds(10);
+        s.collector_health_url = Url{"http", "127.0.0.1", 13133, "/"};
+        inst = std::make_unique<Installer>(
+            v.sched, Ports{fetcher, verifier, stager, preflight, service, v.ops, health}, s,
+            nullptr);
+        inst->set_active("0.116.0");
+    }
+    Offer offer() {
+        OfferedPackage p;
+        p.name = "otelcol-contrib";
+        p.version = "0.117.0";
+        p.hash = std::string(32, 'p');
+        p.file = OfferedFile{"https://artifacts.example/x.tar.gz", std::string(32, 'a'), "", {}};
+        Offer o;
+        o.packages.push_back(p);
+        o.all_packages_hash = "all";
+        return o;
+    }
+    void settle() {
+        for (int i = 0; i < 200; ++i) {
+            v.sched.run_pending();
+            if (inst->state() == State::idle) return;
+            v.sched.advance(std::chrono::milliseconds(500));
+        }
+    }
+};
+
+}  // namespace
+
+TEST_CASE("installer over the real volume: a good install leaves the new version active") {
+    EndToEnd e;
+    e.inst->offer(e.offer());
+    e.settle();
+    REQUIRE(e.inst->state() == State::idle);
+    CHECK(e.inst->report().packages[0].code == Code::installed);
+    CHECK(e.v.current() == "0.117.0");
+    auto m = store::check_intact(*e.v.vol, "0.117.0");
+    REQUIRE(m);
+    CHECK(m->source == store::Source::update);
+    CHECK(m->previous_version == "0.116.0");
+    CHECK(e.v.j->load()->kind == journal::Loaded::Kind::absent);
+    CHECK(test::list_dir(e.v.dir + "/.staging").empty());
+    CHECK(load_attempt(*e.v.j)->value().outcome == "installed");
+    CHECK(load_installed(*e.v.j)->value().version == "0.117.0");
+}
+
+TEST_CASE("installer over the real volume: a failing health check puts the old version back") {
+    EndToEnd e;
+    e.health.answer = [&](const Url&) -> Result<int> {
+        return e.v.current() == "0.117.0" ? Result<int>(503) : Result<int>(200);
+    };
+    e.inst->offer(e.offer());
+    e.settle();
+    REQUIRE(e.inst->state() == State::idle);
+    CHECK(e.v.current() == "0.116.0");
+    CHECK(e.inst->report().packages[0].code == Code::install_failed);
+    CHECK(e.inst->report().packages[0].agent_has_version == "0.116.0");
+    CHECK(e.v.j->load()->kind == journal::Loaded::Kind::absent);
+    auto a = load_attempt(*e.v.j);
+    REQUIRE(a);
+    CHECK((*a)->outcome == "rolled-back");
+    CHECK((*a)->reason.find("rolled back to 0.116.0") != std::string::npos);
+    CHECK(store::intact(*e.v.vol, "0.117.0"));  // kept for diagnosis until GC
+    // The same offer again is refused from last-attempt.json, without a download.
+    size_t fetches = e.fetcher.requests.size();
+    // A restart: a new installer on the same files.
+    e.inst.reset();
+    Settings s;
+    s.require_signature = false;
+    Installer again(e.v.sched,
+                    Ports{e.fetcher, e.verifier, e.stager, e.preflight, e.service, e.v.ops,
+                          e.health},
+                    s, nullptr);
+    again.set_active("0.116.0");
+    again.offer(e.offer());
+    for (int i = 0; i < 20; ++i) e.v.sched.run_pending();
+    CHECK(again.report().packages[0].code == Code::install_failed);
+    CHECK(again.report().packages[0].error.rfind("failed before", 0) == 0);
+    CHECK(e.fetcher.requests.size() == fetches);
 }
