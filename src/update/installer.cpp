@@ -160,6 +160,8 @@ void Installer::accept(Offer o) {
 }
 
 void Installer::post(Event ev, std::string reason) {
+    // A remembered offer posted from idle may still be queued when a shutdown arrives.
+    if (ev == Event::offer && shutting_down_) return;
     auto n = next(state_, ev);
     if (!n) {
         // A pair missing from the table is a bug in the installer, never an input: stop loudly

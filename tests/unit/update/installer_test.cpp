@@ -716,3 +716,26 @@ TEST_CASE("installer: an offer cancelled by a newer one and then offered again s
     CHECK(rig.top().code == Code::installed);
     CHECK_FALSE(rig.traced("fetch:https://artifacts.example/otelcol-0.118.0"));
 }
+
+TEST_CASE("installer: a remembered offer does not start once a shutdown arrived") {
+    Rig rig;
+    rig.fetcher.answers.hold = true;
+    rig.inst->offer(offer_of("0.117.0", 'p'));
+    rig.until(State::downloading);
+    rig.volume.answers.hold = true;  // hold the clean-up of the cancelled install
+    rig.inst->offer(offer_of("0.118.0", 'q'));
+    rig.sched.run_pending();
+    REQUIRE(rig.inst->state() == State::failed);
+    REQUIRE(rig.volume.answers.held.size() == 1);
+    // The clean-up ends, idle queues the remembered offer, and a TERM arrives before it runs.
+    auto& held = rig.volume.answers.held.front();
+    held.fire = [orig = held.fire, &rig] {
+        orig();
+        rig.inst->shutdown();
+    };
+    rig.volume.answers.release();
+    rig.sched.run_pending();
+    rig.sched.advance(1min);
+    CHECK(rig.inst->state() == State::idle);
+    CHECK(rig.count("inspect") == 1);
+}
