@@ -226,6 +226,13 @@ void ContainerRuntime::start_installer(const journal::SeedOutcome& seeded) {
             status_.set_versions({image, installer_->active_version(), ""});
             status_.set_install_problem(installer_->unhealthy_reason());
             if (agent_) agent_->state_changed();
+            // A crash loop that began inside the critical section was left to the installer;
+            // once it is over and the child still gave up, it ends the container as usual.
+            if (stage_ == Stage::running && !installer_->active() &&
+                child_.desired() == service::Desired::gave_up) {
+                exit_code_ = 1;
+                shut_down("crash loop");
+            }
         });
     // The package hash goes with the version only while that version is still the active one
     // (seeding may have replaced it by the image's).

@@ -191,7 +191,10 @@ void Installer::post(Event ev, std::string reason) {
     ++gen_;
     state_ = *n;
     log_state(from, state_);
-    if (critical(from) && !critical(state_)) end_critical();
+    if (critical(from) && !critical(state_)) {
+        end_critical();
+        publish();  // the owner learns that the section is over (readiness, a pending crash loop)
+    }
     enter(state_);
 }
 

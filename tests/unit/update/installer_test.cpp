@@ -58,12 +58,16 @@ struct Rig {
     FakeVolume volume{sched, trace};
     FakeHealth health{sched, trace};
     std::vector<Report> reports;
+    std::vector<bool> active_at_report;  // inst->active() seen by each report callback
     std::unique_ptr<Installer> inst;
 
     explicit Rig(Settings s = settings()) {
         inst = std::make_unique<Installer>(
             sched, Ports{fetcher, verifier, stager, preflight, service, volume, health}, s,
-            [this] { reports.push_back(inst->report()); });
+            [this] {
+                reports.push_back(inst->report());
+                active_at_report.push_back(inst->active());
+            });
         inst->set_active("0.116.0");
     }
     // Runs until the installer is idle again (or `limit` of fake time passed).
@@ -738,4 +742,20 @@ TEST_CASE("installer: a remembered offer does not start once a shutdown arrived"
     rig.sched.advance(1min);
     CHECK(rig.inst->state() == State::idle);
     CHECK(rig.count("inspect") == 1);
+}
+
+TEST_CASE("installer: the owner hears when the critical section is over") {
+    for (bool healthy : {true, false}) {
+        CAPTURE(healthy);
+        Rig rig;
+        if (!healthy) rig.health.answer = [](const Url&) -> Result<int> { return 500; };
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle(30min);
+        REQUIRE(rig.inst->state() == State::idle);
+        // The runtime acts on the end (a crash loop left to the installer, readiness) in the
+        // report callback: the last one must see the section over.
+        REQUIRE_FALSE(rig.active_at_report.empty());
+        CHECK_FALSE(rig.active_at_report.back());
+        CHECK(std::count(rig.active_at_report.begin(), rig.active_at_report.end(), true) > 0);
+    }
 }
