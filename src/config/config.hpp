@@ -64,7 +64,7 @@ struct Collector {
     std::string install_dir = "/var/lib/myriarch/collector";
     std::string state_dir = "/var/lib/myriarch/state";
     Activation activation = Activation::symlink;
-    uint32_t keep_versions = 2;
+    uint32_t keep_versions = 1;  // besides the active one; previousVersion always among them
     std::optional<Url> health_url = Url{"http", "127.0.0.1", 13133, "/"};
     std::string config_file = "/var/lib/otelcol/supervisor/effective.yaml";
     friend bool operator==(const Collector&, const Collector&) = default;

@@ -32,4 +32,10 @@ struct Recovery {
 // `recover.*` via the store and journal points it uses.
 [[nodiscard]] Result<Recovery> recover(const store::Volume& vol, Journal& journal);
 
+// Empties `<stateDir>/spool/` (what cannot be removed is logged and left). Downloads of an
+// interrupted update are discarded with it (volume.md), and the installer empties it after each
+// install: the spool holds only the artifact of the install in progress. Returns how many entries
+// were removed. Fault points `recover.spool.before`/`.after`.
+[[nodiscard]] Result<int> clear_spool(const Journal& journal);
+
 }  // namespace myr::journal

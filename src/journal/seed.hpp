@@ -20,7 +20,7 @@ struct SeedInput {
     std::string version_output;  // stdout of `seedBinary --version`
     bool version_ok = true;      // false: it failed to start, timed out or exited non-zero
     store::SeedPolicy policy = store::SeedPolicy::newest;
-    uint32_t keep_versions = 2;
+    uint32_t keep_versions = 1;
 };
 
 struct SeedOutcome {

@@ -6,6 +6,7 @@
 
 #include "core/log.hpp"
 #include "runtime/agent.hpp"
+#include "update/state_files.hpp"
 
 namespace myr::runtime {
 
@@ -17,6 +18,31 @@ service::ChildSettings child_settings(const config::Container& c) {
     s.stop_timeout = c.stop_timeout;
     s.restart = {c.restart_delay, c.max_restarts, c.restart_window};
     return s;
+}
+
+update::Settings update_settings(const config::Config& cfg) {
+    update::Settings s;
+    if (cfg.update.minimum_version) s.minimum_version = cfg.update.minimum_version->text;
+    s.allow_downgrade = cfg.update.allow_downgrade;
+    s.require_signature = cfg.update.require_signature;
+    s.max_artifact_size = cfg.update.max_artifact_size;
+    s.health_timeout = cfg.update.health_timeout;
+    s.health_successes = cfg.update.health_successes;
+    s.health_interval = cfg.update.health_interval;
+    s.supervisor_health_url = cfg.supervisor.health_url;
+    s.collector_health_url = cfg.collector.health_url;
+    s.validate_args = cfg.update.validate_args;
+    s.config_file = cfg.collector.config_file;
+    // The supervisor is our child and runs as we do; so does its preflight.
+    s.uid = ::getuid();
+    s.gid = ::getgid();
+    s.stop_timeout = cfg.container->stop_timeout;
+    return s;
+}
+
+verify::Identity signer(const config::Config& cfg) {
+    return {cfg.update.signer_identity.subject, cfg.update.signer_identity.subject_regexp,
+            cfg.update.signer_identity.issuer};
 }
 
 const char* signal_name(int sig) {
@@ -46,11 +72,29 @@ ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, 
       reaper_(loop),
       heartbeat_(sched_),
       child_(reaper_, sched_, child_settings(*cfg.container)),
-      readiness_([this] { return child_.state() == service::State::running; },
-                 [this] { return child_.describe(); }),
-      status_(sched_, child_) {
+      // During an install's critical section /readyz is 503 and names the step.
+      readiness_(
+          [this] {
+              return child_.state() == service::State::running &&
+                     (!installer_ || installer_->ready());
+          },
+          [this] {
+              if (!installer_ || installer_->state() == update::State::idle) {
+                  return child_.describe();
+              }
+              if (!installer_->ready()) return installer_->describe();
+              return child_.describe() + "; " + installer_->describe();
+          }),
+      status_(sched_, child_),
+      fetcher_(sched_),
+      stager_(sched_),
+      preflight_(sched_),
+      verifier_(sched_, cfg.update.trusted_root_file, signer(cfg)),
+      health_probe_(loop.get(), sched_) {
     child_.on_change([this] {
         if (stage_ != Stage::running || child_.desired() != service::Desired::gave_up) return;
+        // A new version that crash-loops is the installer's to roll back, not a reason to exit.
+        if (installer_ && installer_->active()) return;
         exit_code_ = 1;
         shut_down("crash loop");
     });
@@ -120,10 +164,11 @@ void ContainerRuntime::enter(Stage s) {
             start_agent();
             return;
         case Stage::stopping:
-            if (critical_->active()) {
+            if (installer_) installer_->shutdown();
+            if (critical().active()) {
                 log::info("shutdown: waiting for the install's critical section to end");
             }
-            critical_->on_end([this] {
+            critical().on_end([this] {
                 log::info("shutdown: stopping child",
                           {{"state", service::to_string(child_.state())}});
                 // The child and the OpAMP connection stop side by side; the loop ends when both
@@ -158,7 +203,43 @@ void ContainerRuntime::seeded(Result<journal::SeedOutcome> r) {
     if (stage_ != Stage::seeding) return;
     if (!r) return fail_start(r.error());
     status_.set_versions({r->image_version, r->active_version, r->previous_version});
+    start_installer(*r);
     enter(Stage::running);
+}
+
+service::CriticalSection& ContainerRuntime::critical() {
+    if (installer_) return *installer_;
+    return no_critical_;
+}
+
+// The installer works on the recovered, seeded volume; its reports reach the agent and the
+// versions the agent describes.
+void ContainerRuntime::start_installer(const journal::SeedOutcome& seeded) {
+    auto vol = std::shared_ptr<store::Volume>(volume_, &volume_->store);
+    auto j = std::shared_ptr<journal::Journal>(volume_, &volume_->journal);
+    volume_ops_ = std::make_unique<update::StoreVolumeOps>(sched_, vol, j,
+                                                           cfg_.collector.keep_versions);
+    update::Ports ports{fetcher_,   verifier_,     stager_,       preflight_,
+                        child_,     *volume_ops_,  health_probe_};
+    installer_ = std::make_unique<update::Installer>(
+        sched_, ports, update_settings(cfg_), [this, image = seeded.image_version] {
+            status_.set_versions({image, installer_->active_version(), ""});
+            status_.set_install_problem(installer_->unhealthy_reason());
+            if (agent_) agent_->state_changed();
+            // A crash loop that began inside the critical section was left to the installer;
+            // once it is over and the child still gave up, it ends the container as usual.
+            if (stage_ == Stage::running && !installer_->active() &&
+                child_.desired() == service::Desired::gave_up) {
+                exit_code_ = 1;
+                shut_down("crash loop");
+            }
+        });
+    // The package hash goes with the version only while that version is still the active one
+    // (seeding may have replaced it by the image's).
+    const auto& in = volume_->installed;
+    installer_->set_active(seeded.active_version,
+                           in && in->version == seeded.active_version ? in->package_hash : "");
+    packages_ = std::make_unique<PackageAdapter>(*installer_);
 }
 
 void ContainerRuntime::fail_start(const Error& e) {
@@ -169,7 +250,7 @@ void ContainerRuntime::fail_start(const Error& e) {
 
 // The updater's own OpAMP agent. Versions and health come from seeding and the child (status_).
 void ContainerRuntime::start_agent() {
-    auto agent = make_agent(loop_.get(), sched_, cfg_, version_, status_, installer_);
+    auto agent = make_agent(loop_.get(), sched_, cfg_, version_, status_, *packages_);
     if (!agent) {
         // The collector keeps running without the fleet server: losing the connection must
         // never cost the site its telemetry.

@@ -41,10 +41,15 @@
 #include "opamp/agent.hpp"
 #include "opamp/providers.hpp"
 #include "proc/reaper.hpp"
+#include "runtime/package_adapter.hpp"
 #include "runtime/startup.hpp"
 #include "runtime/status.hpp"
+#include "runtime/update_ports.hpp"
+#include "runtime/update_standins.hpp"
 #include "service/child_service.hpp"
 #include "service/service_controller.hpp"
+#include "update/installer.hpp"
+#include "update/volume_ops.hpp"
 
 namespace myr::runtime {
 
@@ -69,7 +74,9 @@ class ContainerRuntime {
     void recovered(Result<SharedVolume> r);
     void probed(journal::SeedInput in);
     void seeded(Result<journal::SeedOutcome> r);
+    void start_installer(const journal::SeedOutcome& seeded);
     void start_agent();
+    service::CriticalSection& critical();
     void forward(int sig);
     void fail_start(const Error& e);
     void shut_down(const std::string& why);
@@ -87,12 +94,20 @@ class ContainerRuntime {
     SharedVolume volume_;
     journal::SeedInput seed_input_;
     CollectorStatus status_;
-    // Until the update pipeline lands: every offered package is answered InstallFailed.
-    opamp::UnavailableInstaller installer_;
+    // The installer's ports. The downloader, the extraction and the preflight are stand-ins
+    // until download/ and stage/ are merged (update_standins.hpp); the rest is real.
+    StandinFetcher fetcher_;
+    StandinStager stager_;
+    StandinPreflighter preflight_;
+    SigstoreVerifier verifier_;
+    HttpHealthProbe health_probe_;
+    // Built once the volume is recovered and seeded (they work on it).
+    std::unique_ptr<update::StoreVolumeOps> volume_ops_;
+    std::unique_ptr<update::Installer> installer_;
+    std::unique_ptr<PackageAdapter> packages_;
+    // Before the installer exists there is no critical section to wait for.
+    service::NoCriticalSection no_critical_;
     std::unique_ptr<opamp::Agent> agent_;
-    // The installer replaces this with its own when it lands.
-    std::unique_ptr<service::CriticalSection> critical_ =
-        std::make_unique<service::NoCriticalSection>();
     Stage stage_ = Stage::recovering;
     int pending_stops_ = 0;
     int exit_code_ = 0;

@@ -1,6 +1,8 @@
 #include "runtime/startup.hpp"
 
 #include "core/log.hpp"
+#include "core/time.hpp"
+#include "update/state_files.hpp"
 
 namespace myr::runtime {
 namespace {
@@ -12,10 +14,24 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
     if (!vol) return vol.fail("volume " + install_dir);
     auto j = journal::Journal::open(state_dir);
     if (!j) return j.fail("state directory " + state_dir);
-    auto opened =
-        std::make_shared<OpenVolume>(OpenVolume{std::move(vol.value()), std::move(j.value())});
+    auto opened = std::make_shared<OpenVolume>(
+        OpenVolume{std::move(vol.value()), std::move(j.value()), std::nullopt});
     auto rec = journal::recover(opened->store, opened->journal);
     if (!rec) return rec.fail("recovery");
+    // An update that recovery undid is the last attempt's outcome; losing that record costs only
+    // the "failed before" rule, so it does not stop the start.
+    auto att = update::record_recovery(opened->journal, *rec, format_rfc3339(wall_now()));
+    if (!att) {
+        log::warn("recovery: last attempt not recorded", {{"error", att.error().message()}});
+    } else if (att->has_value()) {
+        log::warn("recovery: interrupted update recorded",
+                  {{"version", (*att)->version}, {"reason", (*att)->reason}});
+    }
+    if (auto in = update::load_installed(opened->journal); !in) {
+        log::warn("packages.json ignored", {{"error", in.error().message()}});
+    } else {
+        opened->installed = *in;
+    }
     return opened;
 }
 

@@ -17,6 +17,7 @@
 #include "loop/scheduler.hpp"
 #include "proc/reaper.hpp"
 #include "store/volume.hpp"
+#include "update/state_files.hpp"
 
 namespace myr::runtime {
 
@@ -28,6 +29,8 @@ inline constexpr Duration kSeedVersionTimeout = std::chrono::seconds(30);
 struct OpenVolume {
     store::Volume store;
     journal::Journal journal;
+    // packages.json as found at start: the package hash installed with the active version.
+    std::optional<update::Installed> installed;
 };
 using SharedVolume = std::shared_ptr<OpenVolume>;
 

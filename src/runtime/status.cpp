@@ -23,6 +23,21 @@ void CollectorStatus::set_versions(const Versions& v) {
     if (on_change_) on_change_();
 }
 
+void CollectorStatus::set_install_problem(const std::string& reason) {
+    if (reason == install_problem_) return;
+    install_problem_ = reason;
+    if (on_change_) on_change_();
+}
+
+opamp::ComponentHealth CollectorStatus::health() const {
+    if (install_problem_.empty()) return health_;
+    opamp::ComponentHealth h = health_;
+    h.healthy = false;
+    h.status = "collector unhealthy: " + install_problem_;
+    h.last_error = install_problem_;
+    return h;
+}
+
 void CollectorStatus::follow() {
     following_ = true;
     child_changed();

@@ -29,6 +29,10 @@ class CollectorStatus : public opamp::StatusProvider {
     CollectorStatus(const Clock& clock, service::ChildService& child);
 
     void set_versions(const Versions& v);
+    // The installer's verdict on the running collector, "" when it has none: after a rollback
+    // whose health check failed too, the version running is unproven and reported unhealthy with
+    // this reason, whatever the child's state.
+    void set_install_problem(const std::string& reason);
     // Called (on the loop) whenever what this provider answers has changed.
     void on_change(std::function<void()> cb) { on_change_ = std::move(cb); }
     // The child has been started: report its state from now on.
@@ -36,7 +40,7 @@ class CollectorStatus : public opamp::StatusProvider {
 
     std::string image_collector_version() const override { return versions_.image; }
     std::string collector_version() const override { return versions_.active; }
-    opamp::ComponentHealth health() const override { return health_; }
+    opamp::ComponentHealth health() const override;
 
   private:
     void child_changed();
@@ -44,6 +48,7 @@ class CollectorStatus : public opamp::StatusProvider {
     const Clock& clock_;
     service::ChildService& child_;
     Versions versions_;
+    std::string install_problem_;
     opamp::ComponentHealth health_;
     bool following_ = false;
     bool reported_ = false;  // the child's state has been reported at least once

@@ -48,9 +48,10 @@ Result<GcResult> gc(const Volume& vol, uint32_t keep_versions,
     std::set<std::string> keep(protect.begin(), protect.end());
     auto cur = current_target(vol);
     if (!cur) return cur.fail("gc");
+    std::string prev;
     if (!cur->empty()) {
         keep.insert(*cur);
-        std::string prev = previous_of(vol, *cur);
+        prev = previous_of(vol, *cur);
         if (!prev.empty()) keep.insert(prev);
     }
 
@@ -72,6 +73,12 @@ Result<GcResult> gc(const Volume& vol, uint32_t keep_versions,
             others.push_back(*version::parse(n));
         }
     }
+    // keepVersions counts the versions kept besides the active one, and the previous version (the
+    // one-step return) is always among them: it uses up one of the places when it is there.
+    bool prev_present = !prev.empty() && *cur != prev &&
+                        std::find(out.kept.begin(), out.kept.end(), prev) != out.kept.end();
+    uint32_t other_places = keep_versions;
+    if (prev_present) other_places = keep_versions > 0 ? keep_versions - 1 : 0;
     std::sort(others.begin(), others.end(),
               [](const version::Version& a, const version::Version& b) {
                   return version::compare(a, b) > 0;
@@ -79,7 +86,7 @@ Result<GcResult> gc(const Volume& vol, uint32_t keep_versions,
     int serial = 0;
     for (size_t i = 0; i < others.size(); ++i) {
         std::string n = version::to_string(others[i]);
-        if (i < keep_versions) {
+        if (i < other_places) {
             out.kept.push_back(n);
             continue;
         }

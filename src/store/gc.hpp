@@ -15,8 +15,10 @@ struct GcResult {
     std::vector<std::string> removed;  // entries removed from versions/
 };
 
-// Keeps the version `current` names, its marker's previousVersion, every name in `protect` (what a
-// journal still names) and up to `keep_versions` other versions, newest first. Removes the rest,
+// Keeps the version `current` names and `keep_versions` versions besides it: its marker's
+// previousVersion always (even with 0: the one-step return must stay possible), then the newest
+// others while places are left. Every name in `protect` (what a journal still names) is kept on
+// top of that. Removes the rest,
 // and any entry of versions/ that is not a directory with a canonical version name (a planted
 // symlink or file: the entry is removed, never its target). An entry leaves versions/ in one
 // rename into .staging/ before it is deleted, so a crash never leaves a half-deleted version

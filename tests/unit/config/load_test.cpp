@@ -76,7 +76,7 @@ TEST_CASE("config: omitted keys take the documented defaults") {
     CHECK(c.collector.install_dir == "/var/lib/myriarch/collector");
     CHECK(c.collector.state_dir == "/var/lib/myriarch/state");
     CHECK(c.collector.activation == Activation::symlink);
-    CHECK(c.collector.keep_versions == 2);
+    CHECK(c.collector.keep_versions == 1);
     REQUIRE(c.collector.health_url.has_value());
     CHECK(c.collector.health_url->str() == "http://127.0.0.1:13133/");
     CHECK(c.collector.config_file == "/var/lib/otelcol/supervisor/effective.yaml");

@@ -80,3 +80,22 @@ TEST_CASE("collector status: an end and a restart are reported when they happen,
     rig.sched.advance(1h);  // an unchanged child never produces a report
     CHECK(rig.changes == after_start + 2);
 }
+
+TEST_CASE("collector status: a rollback that stayed unhealthy is reported unhealthy with why") {
+    Rig rig;
+    rig.child.start([](Status) {});
+    rig.sched.run_pending();
+    rig.status.follow();
+    int before = rig.changes;
+    const std::string why = "rolled back to 0.116.0, unhealthy: health check failed: x";
+    rig.status.set_install_problem(why);
+    CHECK(rig.changes == before + 1);
+    rig.status.set_install_problem(why);  // unchanged: no new message
+    CHECK(rig.changes == before + 1);
+    auto h = rig.status.health();
+    CHECK_FALSE(h.healthy);  // although the child runs
+    CHECK(h.status == "collector unhealthy: " + why);
+    CHECK(h.last_error == why);
+    rig.status.set_install_problem("");  // a later install proved a version
+    CHECK(rig.status.health().healthy);
+}

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 
 #include "core/fault.hpp"
@@ -30,7 +31,8 @@ struct Fixture {
 
     // Activates `bytes` as `version` from an image file; returns the result.
     Result<store::Activation> activate(const std::string& version, const std::string& bytes,
-                                       store::Source source = store::Source::image) {
+                                       store::Source source = store::Source::image,
+                                       std::optional<std::string> previous = std::nullopt) {
         std::string src = tmp / ("src-" + version);
         test::write_file(src, bytes, 0755);
         int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
@@ -40,6 +42,7 @@ struct Fixture {
         req.source = source;
         req.image_fd = fd;
         req.expected_sha256 = hex(bytes);
+        req.previous_version = previous;
         auto r = store::activate(vol, req);
         ::close(fd);
         return r;
@@ -450,6 +453,7 @@ TEST_CASE("volume: a symlink planted as .staging is replaced, its target untouch
 }
 
 TEST_CASE("gc: keeps active, previous, protected and keepVersions newest; removes the rest") {
+    // keepVersions 2: the previous version and one more, the newest other.
     Fixture f;
     for (const char* v : {"0.110.0", "0.111.0", "0.112.0", "0.113.0", "0.114.0", "0.115.0"}) {
         REQUIRE(f.activate(v, std::string("bin-") + v));
@@ -460,7 +464,7 @@ TEST_CASE("gc: keeps active, previous, protected and keepVersions newest; remove
     test::write_file(outside + "/keep", "mine");
     REQUIRE(::symlink(outside.c_str(), (f.dir + "/versions/0.109.0").c_str()) == 0);
     test::write_file(f.dir + "/versions/stray-file", "x");
-    auto r = store::gc(f.vol, 1, {"0.110.0"});
+    auto r = store::gc(f.vol, 2, {"0.110.0"});
     REQUIRE(r);
     for (const char* v : {"0.115.0", "0.114.0", "0.113.0", "0.110.0"}) {
         CAPTURE(v);
@@ -474,6 +478,29 @@ TEST_CASE("gc: keeps active, previous, protected and keepVersions newest; remove
     CHECK(*store::clear_staging(f.vol) == 0);
     CHECK(f.active().version == "0.115.0");
     CHECK(store::intact(f.vol, "0.114.0"));
+}
+
+TEST_CASE("gc: keepVersions 1 (the default) keeps the active version and its previous one only") {
+    Fixture f;
+    for (const char* v : {"0.113.0", "0.114.0", "0.115.0", "0.116.0"}) {
+        REQUIRE(f.activate(v, std::string("bin-") + v));
+    }
+    auto r = store::gc(f.vol, 1);
+    REQUIRE(r);
+    CHECK(r->removed == std::vector<std::string>{"0.114.0", "0.113.0"});
+    CHECK(test::exists(f.dir + "/versions/0.116.0"));
+    CHECK(test::exists(f.dir + "/versions/0.115.0"));
+}
+
+TEST_CASE("gc: keepVersions 1 without a previous version keeps the newest other one") {
+    Fixture f;
+    REQUIRE(f.activate("0.114.0", "a"));
+    REQUIRE(f.activate("0.113.0", "b"));
+    REQUIRE(f.activate("0.116.0", "c", store::Source::image, ""));
+    auto r = store::gc(f.vol, 1);
+    REQUIRE(r);
+    CHECK(r->removed == std::vector<std::string>{"0.113.0"});
+    CHECK(test::exists(f.dir + "/versions/0.114.0"));
 }
 
 TEST_CASE("gc: keepVersions 0 still keeps the active version and its previous one") {

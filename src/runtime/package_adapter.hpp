@@ -1,0 +1,28 @@
+// The thin layer between the OpAMP agent and the installer (runtime.md, "How the installer plugs
+// in"): PackagesAvailable becomes an update::Offer, the installer's Report becomes
+// PackageStatuses. Only translation lives here — every decision (what is installed, what is
+// refused, when a repeat is ignored) is the installer's — so update/ never sees an OpAMP type.
+#pragma once
+
+#include "opamp/messages.hpp"
+#include "opamp/providers.hpp"
+#include "update/installer.hpp"
+
+namespace myr::runtime {
+
+update::Offer to_offer(const opamp::PackagesAvailable& in);
+// `refused`: entries the codec dropped past its cap (answered with one error message).
+opamp::PackageStatuses to_statuses(const update::Report& r, size_t refused);
+
+class PackageAdapter : public opamp::Installer {
+  public:
+    explicit PackageAdapter(update::Installer& installer) : installer_(installer) {}
+    void offer(const opamp::PackagesAvailable& offer) override;
+    opamp::PackageStatuses statuses() const override;
+
+  private:
+    update::Installer& installer_;
+    size_t refused_ = 0;
+};
+
+}  // namespace myr::runtime

@@ -1,0 +1,70 @@
+#include "runtime/update_ports.hpp"
+
+#include <optional>
+
+#include "hash/sha256.hpp"
+#include "net/http_client.hpp"
+#include "update/job.hpp"
+
+namespace myr::runtime {
+namespace {
+
+class ClientStep : public update::Step {
+  public:
+    explicit ClientStep(std::unique_ptr<net::HttpClient> c) : client_(std::move(c)) {}
+    ~ClientStep() override {
+        if (client_) client_->cancel();
+    }
+
+  private:
+    std::unique_ptr<net::HttpClient> client_;
+};
+
+Result<update::Verifier::Verified> check(const std::string& root_file,
+                                         const verify::Identity& identity,
+                                         const update::Verifier::Request& request) {
+    auto digest = hash::digest_from_hex(request.sha256_hex);
+    if (!digest) return digest.fail("artifact digest");
+    auto root = verify::load_trusted_root(root_file);
+    if (!root) return root.fail("trusted root");
+    auto v = verify::verify_bundle(*root, request.bundle_json, *digest, identity);
+    if (!v) return v.fail();
+    return update::Verifier::Verified{v->subject, v->issuer};
+}
+
+}  // namespace
+
+std::unique_ptr<update::Step> HttpHealthProbe::get(const Url& url, Duration timeout,
+                                                   update::Callback<int> done) {
+    net::HttpRequest req;
+    req.url = url;
+    net::HttpOptions opts;
+    // Health URLs are the collector's and the supervisor's own endpoints, on loopback by
+    // default; a non-loopback http:// one was accepted by the configuration on purpose.
+    opts.allow_insecure_transport = true;
+    opts.connect_timeout = timeout;
+    opts.idle_timeout = timeout;
+    opts.total_timeout = timeout;
+    opts.limits.max_body = 64 * 1024;
+    net::HttpClient::Handlers h;
+    h.on_done = [done](Result<net::HttpResponse> r) {
+        if (!r) return done(r.fail());
+        done(r->head.status);
+    };
+    auto client = std::make_unique<net::HttpClient>(loop_, sched_, std::move(req), opts,
+                                                    std::move(h));
+    client->start();
+    return std::make_unique<ClientStep>(std::move(client));
+}
+
+std::unique_ptr<update::Step> SigstoreVerifier::verify(Request request,
+                                                       update::Callback<Verified> done) {
+    return update::post_job<Verified>(
+        sched_, "signature check",
+        [request = std::move(request), root_file = root_file_, identity = identity_] {
+            return check(root_file, identity, request);
+        },
+        std::move(done));
+}
+
+}  // namespace myr::runtime

@@ -1,0 +1,66 @@
+#include "runtime/update_seams.hpp"
+
+#include <fcntl.h>
+
+#include <optional>
+
+#include "core/fd.hpp"
+#include "store/activate.hpp"
+#include "update/job.hpp"
+
+namespace myr::runtime {
+namespace {
+
+template <class T>
+class Holder : public update::Step {
+  public:
+    explicit Holder(std::unique_ptr<T> p) : p_(std::move(p)) {}
+
+  private:
+    std::unique_ptr<T> p_;  // its destructor cancels
+};
+
+Result<update::Stager::Staged> extract(const store::Volume& vol, const std::string& archive,
+                                       const stage::ExtractLimits& limits) {
+    auto staging = store::create_staging(vol);
+    if (!staging) return staging.fail("stage");
+    UniqueFd fd(::open(archive.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    Result<stage::Extracted> got = fail_errno("open " + archive);
+    if (fd.get() >= 0) {
+        got = stage::extract_binary(fd.get(), vol.binary(), staging->fd.get(), limits);
+    }
+    if (!got) {
+        // The extraction error is the one to report; a leftover is cleaned at the next start.
+        (void)store::discard_staging(vol, staging->id);
+        return got.fail("extract " + archive);
+    }
+    return update::Stager::Staged{staging->id, store::staged_binary_path(vol, staging->id),
+                                  got->sha256_hex, got->size};
+}
+
+}  // namespace
+
+std::unique_ptr<update::Step> DownloaderFetcher::fetch(download::Request request,
+                                                       download::Downloader::Handlers handlers) {
+    return std::make_unique<Holder<download::Download>>(
+        downloader_.start(std::move(request), std::move(handlers)));
+}
+
+std::unique_ptr<update::Step> ExtractStager::stage(std::string archive_path,
+                                                   update::Callback<Staged> done) {
+    return update::post_job<Staged>(
+        sched_, "staging",
+        [vol = vol_, archive_path = std::move(archive_path), limits = limits_] {
+            return extract(*vol, archive_path, limits);
+        },
+        std::move(done));
+}
+
+std::unique_ptr<update::Step> SeamPreflighter::run(stage::PreflightRequest request,
+                                                   update::Callback<stage::PreflightReport> done) {
+    return std::make_unique<Holder<stage::Preflight>>(stage::start_preflight(
+        reaper_, sched_, std::move(request),
+        [done = std::move(done)](Result<stage::PreflightReport> r) { done(std::move(r)); }));
+}
+
+}  // namespace myr::runtime

@@ -1,0 +1,198 @@
+#include "update/machine.hpp"
+
+#include <array>
+
+#include "journal/journal.hpp"
+
+namespace myr::update {
+namespace {
+
+struct Transition {
+    State from;
+    Event event;
+    State to;
+};
+
+using S = State;
+using E = Event;
+
+// Every pair the installer can meet. Failures before the swap end in failed (`current` never
+// changed); from stopping on they end in rolling_back (the child was stopped on purpose and must
+// run again, on the version `current` named before). A cancel or a shutdown inside the critical
+// section stays: it is acted on when the section is over.
+// clang-format off
+constexpr Transition kTable[] = {
+    // from                event          to
+    {S::idle,             E::offer,      S::checking},
+    {S::idle,             E::shutdown,   S::idle},
+
+    {S::checking,         E::passed,     S::downloading},
+    {S::checking,         E::installed,  S::committed},
+    {S::checking,         E::failed,     S::failed},
+    {S::checking,         E::cancel,     S::failed},
+    {S::checking,         E::shutdown,   S::idle},
+
+    {S::downloading,      E::done,       S::verifying},
+    {S::downloading,      E::failed,     S::failed},
+    {S::downloading,      E::cancel,     S::failed},
+    {S::downloading,      E::shutdown,   S::idle},
+
+    {S::verifying,        E::done,       S::staging},
+    {S::verifying,        E::failed,     S::failed},
+    {S::verifying,        E::cancel,     S::failed},
+    {S::verifying,        E::shutdown,   S::idle},
+
+    {S::staging,          E::done,       S::preflight},
+    {S::staging,          E::failed,     S::failed},
+    {S::staging,          E::cancel,     S::failed},
+    {S::staging,          E::shutdown,   S::idle},
+
+    {S::preflight,        E::done,       S::stopping},
+    {S::preflight,        E::failed,     S::failed},
+    {S::preflight,        E::cancel,     S::failed},
+    {S::preflight,        E::shutdown,   S::idle},
+
+    {S::stopping,         E::done,       S::swapping},
+    {S::stopping,         E::failed,     S::rolling_back},
+    {S::stopping,         E::cancel,     S::stopping},
+    {S::stopping,         E::shutdown,   S::stopping},
+
+    {S::swapping,         E::done,       S::starting},
+    {S::swapping,         E::failed,     S::rolling_back},
+    {S::swapping,         E::cancel,     S::swapping},
+    {S::swapping,         E::shutdown,   S::swapping},
+
+    {S::starting,         E::done,       S::health_checking},
+    {S::starting,         E::failed,     S::rolling_back},
+    {S::starting,         E::cancel,     S::starting},
+    {S::starting,         E::shutdown,   S::starting},
+
+    {S::health_checking,  E::done,       S::committed},
+    {S::health_checking,  E::failed,     S::rolling_back},
+    {S::health_checking,  E::cancel,     S::health_checking},
+    {S::health_checking,  E::shutdown,   S::health_checking},
+
+    {S::committed,        E::done,       S::idle},
+    {S::committed,        E::failed,     S::idle},
+    {S::committed,        E::cancel,     S::committed},
+    {S::committed,        E::shutdown,   S::committed},
+
+    {S::failed,           E::done,       S::idle},
+    {S::failed,           E::failed,     S::idle},
+    {S::failed,           E::cancel,     S::failed},
+    {S::failed,           E::shutdown,   S::idle},
+
+    {S::rolling_back,     E::done,       S::rolled_back},
+    {S::rolling_back,     E::failed,     S::rolled_back},
+    {S::rolling_back,     E::cancel,     S::rolling_back},
+    {S::rolling_back,     E::shutdown,   S::rolling_back},
+
+    {S::rolled_back,      E::done,       S::idle},
+    {S::rolled_back,      E::failed,     S::idle},
+    {S::rolled_back,      E::cancel,     S::rolled_back},
+    {S::rolled_back,      E::shutdown,   S::rolled_back},
+};
+
+struct Traits {
+    const char* name;
+    std::string_view phase;  // "" = not journaled
+    bool critical;
+    Recovery recovery;
+};
+
+// Indexed by State; the static_assert below keeps it in step with the enum.
+constexpr std::array<Traits, kStateCount> kTraits = {{
+    // name               journal phase                      critical  recovery
+    {"idle",              "",                                false,    Recovery::none},
+    {"checking",          "",                                false,    Recovery::none},
+    {"downloading",       journal::phase::downloading,       false,    Recovery::discard},
+    {"verifying",         journal::phase::verifying,         false,    Recovery::discard},
+    {"staging",           journal::phase::staging,           false,    Recovery::discard},
+    {"preflight",         journal::phase::preflight,         false,    Recovery::discard},
+    {"stopping",          journal::phase::stopping,          true,     Recovery::discard},
+    {"swapping",          journal::phase::swapping,          true,     Recovery::switch_back},
+    {"starting",          journal::phase::starting,          true,     Recovery::switch_back},
+    {"health-checking",   journal::phase::health_checking,   true,     Recovery::switch_back},
+    {"committed",         "",                                true,     Recovery::none},
+    {"failed",            "",                                false,    Recovery::none},
+    {"rolling-back",      journal::phase::rolling_back,      true,     Recovery::switch_back},
+    {"rolled-back",       "",                                true,     Recovery::none},
+}};
+// clang-format on
+static_assert(static_cast<size_t>(State::rolled_back) + 1 == kStateCount);
+static_assert(static_cast<size_t>(Event::shutdown) + 1 == kEventCount);
+
+const Traits& traits(State s) {
+    return kTraits[static_cast<size_t>(s)];
+}
+
+}  // namespace
+
+const char* to_string(State s) {
+    return traits(s).name;
+}
+
+const char* to_string(Event e) {
+    switch (e) {
+        case Event::offer:
+            return "offer";
+        case Event::passed:
+            return "passed";
+        case Event::installed:
+            return "installed";
+        case Event::done:
+            return "done";
+        case Event::failed:
+            return "failed";
+        case Event::cancel:
+            return "cancel";
+        case Event::shutdown:
+            return "shutdown";
+    }
+    return "?";
+}
+
+const char* to_string(Recovery r) {
+    switch (r) {
+        case Recovery::none:
+            return "none";
+        case Recovery::discard:
+            return "discard";
+        case Recovery::switch_back:
+            return "switch-back";
+    }
+    return "?";
+}
+
+bool journaled(State s) {
+    return !traits(s).phase.empty();
+}
+
+bool critical(State s) {
+    return traits(s).critical;
+}
+
+std::string_view phase(State s) {
+    return traits(s).phase;
+}
+
+Recovery recovery(State s) {
+    return traits(s).recovery;
+}
+
+Recovery recovery_of_phase(std::string_view ph) {
+    for (const Traits& t : kTraits) {
+        if (!t.phase.empty() && t.phase == ph) return t.recovery;
+    }
+    return Recovery::switch_back;
+}
+
+Result<State> next(State from, Event ev) {
+    for (const Transition& t : kTable) {
+        if (t.from == from && t.event == ev) return t.to;
+    }
+    return fail(Errc::invalid, std::string("update: no transition from state ") + to_string(from) +
+                                   " on event " + to_string(ev));
+}
+
+}  // namespace myr::update

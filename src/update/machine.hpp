@@ -1,0 +1,96 @@
+// The installer's state machine as data (design/update.md; style.md: Mender's table, dinit's enum).
+//
+// States, the journal phase each journaled one writes before its work, and what a crash while in
+// it leaves behind (recovery at the next start reads the phase; journal/recover.cpp acts on it):
+//
+// clang-format off
+//   state           J  critical  work (one asynchronous step)           a crash here leaves
+//   idle            -  -         none                                    nothing to do
+//   checking        -  -         read the volume and last-attempt.json   nothing to do
+//   downloading     J  -         artifact into stateDir/spool/           spool partial: cleaned
+//   verifying       J  -         digest and Sigstore bundle              spool complete: cleaned
+//   staging         J  -         extract into .staging/<id>/             staging: cleaned
+//   preflight       J  -         --version, validate                     staging: cleaned
+//   stopping        J  yes       stop the child                          child gone, current old
+//   swapping        J  yes       activate the staged version             current old or new:
+//                                                                        back to `from`
+//   starting        J  yes       start the child                         current new: back
+//   health_checking J  yes       health rounds                           current new: back
+//   committed       -  yes       clear journal, packages.json, GC        journal gone: new kept
+//   failed          -  -         clean up, last-attempt.json             journal maybe: cleaned
+//   rolling_back    J  yes       stop, switch back, start, health        back to `from`
+//   rolled_back     -  yes       clear journal, last-attempt.json        journal maybe: back
+// clang-format on
+//
+// Invariants: `current` changes only in swapping and rolling_back, both journaled first, so a
+// crash with `current` naming an unproven version always has a journal saying so; the journal is
+// cleared only after the outcome is decided (committed, failed, rolled_back); an install never
+// starts while another one runs (offers that arrive meanwhile are remembered, latest wins).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace myr::update {
+
+enum class State {
+    idle,
+    checking,
+    downloading,
+    verifying,
+    staging,
+    preflight,
+    stopping,
+    swapping,
+    starting,
+    health_checking,
+    committed,
+    failed,
+    rolling_back,
+    rolled_back,
+};
+inline constexpr size_t kStateCount = 14;
+
+enum class Event {
+    offer,      // an offer to work on (a new one, or the one remembered during an install)
+    passed,     // checking: the policy allows it and it is not installed yet
+    installed,  // checking: the offered version is already active and intact
+    done,       // the state's step succeeded
+    failed,     // the state's step failed (or checking refused the offer)
+    cancel,     // a different offer arrived: it supersedes the one in progress
+    shutdown,   // TERM or INT
+};
+inline constexpr size_t kEventCount = 7;
+
+const char* to_string(State s);
+const char* to_string(Event e);
+
+// Journaled states write the journal durably on entry, before their work.
+bool journaled(State s);
+// The critical section (stopping … committed/rolled_back): the child is down or unproven,
+// /readyz says why, and a shutdown waits for its end instead of cancelling.
+bool critical(State s);
+// The journal phase of a journaled state ("" for the others): journal::phase vocabulary.
+std::string_view phase(State s);
+
+// What the next start does with a journal written in a state (journal/recover.cpp implements it).
+enum class Recovery {
+    none,         // not journaled: nothing on the volume to undo
+    discard,      // before the switch: staging and spool cleaned, `current` unchanged
+    switch_back,  // the switch may have happened: `current` back to the journal's `from`
+};
+Recovery recovery(State s);
+// The same for a phase read from a journal: unknown phases switch back (the safe side: an unproven
+// version never stays active).
+Recovery recovery_of_phase(std::string_view phase);
+const char* to_string(Recovery r);
+
+// The transition table. `next == from` means the event is taken note of and the state's step goes
+// on (an offer remembered during an install, a shutdown waiting for the critical section): no
+// entry action runs again. A pair that is not in the table is an error naming both.
+[[nodiscard]] Result<State> next(State from, Event ev);
+
+}  // namespace myr::update

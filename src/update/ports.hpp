@@ -1,0 +1,215 @@
+// What the installer works with, as interfaces (runtime.md, "How the installer plugs in"): each
+// entry action of the state machine starts one asynchronous step through one of these ports. The
+// container runtime plugs in the real ones (volume_ops.hpp, verifier.hpp and the adapters over the
+// download and stage seams); tests plug in fakes that complete on command on a FakeScheduler.
+//
+// Rules every port keeps, so that the installer needs no re-entrancy cases: all calls happen on
+// the loop; every callback runs exactly once, on a later loop turn, never from inside the call;
+// destroying a returned Step cancels it and no callback runs afterwards. Blocking work (hashing,
+// extraction, fsync, rename) runs on the work queue, never on the loop.
+//
+// update/ knows no OpAMP type: the runtime's adapter turns PackagesAvailable into an Offer and a
+// Report into PackageStatuses.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.hpp"
+#include "core/time.hpp"
+#include "core/url.hpp"
+#include "download/downloader.hpp"
+#include "stage/preflight.hpp"
+
+namespace myr::update {
+
+template <class T>
+using Callback = std::function<void(Result<T>)>;
+using Done = std::function<void(Status)>;
+
+// A step in flight. Destroying it cancels the step: no callback runs afterwards.
+class Step {
+  public:
+    virtual ~Step() = default;
+};
+
+// ---- What the server offers, and what the installer reports (no OpAMP types) ----
+
+struct OfferedFile {
+    std::string url;
+    std::string content_hash;  // raw bytes (SHA-256 of the file, 32 bytes when well-formed)
+    std::string signature;     // Sigstore bundle JSON; empty when unsigned
+    std::vector<std::pair<std::string, std::string>> headers;
+    bool operator==(const OfferedFile&) const = default;
+};
+
+struct OfferedPackage {
+    std::string name;
+    bool top_level = true;  // PackageType TopLevel
+    std::string version;
+    std::optional<OfferedFile> file;
+    std::string hash;  // the package hash, raw bytes
+    bool operator==(const OfferedPackage&) const = default;
+};
+
+struct Offer {
+    std::vector<OfferedPackage> packages;
+    std::string all_packages_hash;  // raw bytes
+    size_t refused = 0;             // entries the codec dropped past its cap
+    bool operator==(const Offer&) const = default;
+};
+
+enum class Code { installed, install_pending, installing, install_failed, downloading };
+const char* to_string(Code c);
+
+struct PackageReport {
+    std::string name;
+    std::string agent_has_version;
+    std::string agent_has_hash;  // raw bytes
+    std::string offered_version;
+    std::string offered_hash;  // raw bytes
+    Code code = Code::installed;
+    std::string error;
+    std::optional<double> percent;  // with Code::downloading
+    double bytes_per_second = 0;
+    bool operator==(const PackageReport&) const = default;
+};
+
+struct Report {
+    std::vector<PackageReport> packages;
+    std::string all_packages_hash;  // of the offer these statuses answer
+    std::string error;
+    bool operator==(const Report&) const = default;
+};
+
+// ---- Ports ----
+
+// The downloader, with the URL policy it owns (allowed prefixes, http only where the endpoint may
+// be insecure). check_url answers at once: Checking calls it before any byte moves.
+class Fetcher {
+  public:
+    virtual ~Fetcher() = default;
+    [[nodiscard]] virtual Status check_url(const std::string& url) const = 0;
+    [[nodiscard]] virtual std::unique_ptr<Step> fetch(download::Request request,
+                                                      download::Downloader::Handlers handlers) = 0;
+};
+
+// The Sigstore bundle of an artifact, verified offline against update.trustedRootFile and
+// update.signerIdentity (the digest was computed while downloading: it is passed, not recomputed).
+class Verifier {
+  public:
+    virtual ~Verifier() = default;
+    struct Request {
+        std::string sha256_hex;  // of the downloaded artifact
+        std::string bundle_json;
+    };
+    struct Verified {
+        std::string subject;
+        std::string issuer;
+    };
+    [[nodiscard]] virtual std::unique_ptr<Step> verify(Request request,
+                                                       Callback<Verified> done) = 0;
+};
+
+// The collector binary out of the archive into a fresh `.staging/<id>/` of the store.
+class Stager {
+  public:
+    virtual ~Stager() = default;
+    struct Staged {
+        std::string id;           // the staging directory (store::Staging::id)
+        std::string binary_path;  // absolute: where the preflight runs it
+        std::string sha256_hex;
+        uint64_t size = 0;
+    };
+    [[nodiscard]] virtual std::unique_ptr<Step> stage(std::string archive_path,
+                                                      Callback<Staged> done) = 0;
+};
+
+// `<staged> --version` and `<staged> <validateArgs>` (stage::start_preflight).
+class Preflighter {
+  public:
+    virtual ~Preflighter() = default;
+    [[nodiscard]] virtual std::unique_ptr<Step> run(stage::PreflightRequest request,
+                                                    Callback<stage::PreflightReport> done) = 0;
+};
+
+// One HTTP GET of a health URL; the answer is the status code (an error when nothing answered).
+class HealthProbe {
+  public:
+    virtual ~HealthProbe() = default;
+    [[nodiscard]] virtual std::unique_ptr<Step> get(const Url& url, Duration timeout,
+                                                    Callback<int> done) = 0;
+};
+
+// The last outcome of an install, `stateDir/last-attempt.json`: for the "failed before" rule, for
+// /readyz text and for the report after a restart.
+struct Attempt {
+    std::string package_hash_hex;  // of the offered package ("" when the offer had none)
+    std::string version;
+    std::string outcome;  // "installed", "failed", "rolled-back", "interrupted"
+    std::string reason;   // one line; "" when installed
+    std::string at;       // RFC 3339
+    bool operator==(const Attempt&) const = default;
+};
+
+// What the volume says before an install.
+struct Inspection {
+    std::string active;        // the version `current` names ("" when none)
+    bool active_intact = false;
+    std::string previous;      // the active marker's previousVersion
+    std::optional<Attempt> last_attempt;
+};
+
+// Everything the installer changes on the volume and in the state directory. Each call blocks on
+// disk, so the real one runs it on the work queue and answers on the loop.
+class VolumeOps {
+  public:
+    virtual ~VolumeOps() = default;
+
+    [[nodiscard]] virtual std::unique_ptr<Step> inspect(Callback<Inspection> done) = 0;
+
+    // journal.json, durably (op update, one id for the whole install: `from`/`to` name it).
+    struct JournalEntry {
+        std::string phase;
+        std::string from;  // active before the install
+        std::string to;    // offered version
+        // The offer's package hash: the first write of an install also records it as
+        // "in-progress" in last-attempt.json, so a start after a crash knows which offer it was.
+        std::string package_hash_hex;
+    };
+    [[nodiscard]] virtual std::unique_ptr<Step> write_journal(JournalEntry entry, Done done) = 0;
+
+    // Activates a staged version: marker source update, previousVersion = `previous`, then
+    // `current` switched. An error may come after the switch: the caller decides from the volume
+    // (it keeps the journal and rolls back), never from the error alone.
+    struct Activation {
+        std::string version;
+        std::string staged_id;
+        std::string sha256_hex;
+        std::string previous;
+    };
+    [[nodiscard]] virtual std::unique_ptr<Step> activate(Activation a, Done done) = 0;
+
+    // Points `current` back at `version` (intact), durably; idempotent.
+    [[nodiscard]] virtual std::unique_ptr<Step> switch_back(std::string version, Done done) = 0;
+
+    // The end of an install. `clear_journal` false keeps the journal for the next start's recovery
+    // (a rollback that could not switch back). Then: staging `staged_id` discarded, the spool
+    // emptied, last-attempt.json written when `attempt` is set, packages.json written when
+    // `installed` is set (the offer's all_packages_hash and statuses), GC when `gc` is set.
+    struct Finish {
+        bool clear_journal = true;
+        std::string staged_id;
+        std::optional<Attempt> attempt;
+        std::optional<Report> installed;
+        bool gc = false;
+    };
+    [[nodiscard]] virtual std::unique_ptr<Step> finish(Finish f, Done done) = 0;
+};
+
+}  // namespace myr::update

@@ -1,0 +1,180 @@
+#include "update/state_files.hpp"
+
+#include <json-c/json.h>
+
+#include "core/hex.hpp"
+#include "core/json.hpp"
+#include "fsx/dir.hpp"
+#include "fsx/file.hpp"
+
+namespace myr::update {
+namespace {
+
+constexpr size_t kMaxStateFile = 64 * 1024;
+
+Result<json::Ptr> parse_object(std::string_view text) {
+    json_tokener* tok = json_tokener_new();
+    if (!tok) return fail("out of memory");
+    json::Ptr root(json_tokener_parse_ex(tok, text.data(), static_cast<int>(text.size())));
+    json_tokener_error err = json_tokener_get_error(tok);
+    json_tokener_free(tok);
+    if (err != json_tokener_success || !root) return fail(Errc::invalid, "not valid JSON");
+    if (!json_object_is_type(root.get(), json_type_object)) {
+        return fail(Errc::invalid, "not a JSON object");
+    }
+    return root;
+}
+
+Result<std::string> string_field(json_object* o, const char* key) {
+    json_object* v = nullptr;
+    if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string)) {
+        return fail(Errc::invalid, std::string(key) + ": missing or not a string");
+    }
+    return std::string(json_object_get_string(v),
+                       static_cast<size_t>(json_object_get_string_len(v)));
+}
+
+Result<std::string> hex_field(json_object* o, const char* key) {
+    auto s = string_field(o, key);
+    if (!s) return s.fail();
+    std::string bytes(s->size() / 2, '\0');
+    if (s->size() % 2 != 0 ||
+        !hex::decode(*s, reinterpret_cast<uint8_t*>(bytes.data()), bytes.size())) {
+        return fail(Errc::invalid, std::string(key) + ": not hex");
+    }
+    return bytes;
+}
+
+void put(json_object* o, const char* key, const std::string& v) {
+    json_object_object_add(o, key,
+                           json_object_new_string_len(v.data(), static_cast<int>(v.size())));
+}
+
+std::string to_text(const json::Ptr& root) {
+    std::string out = json_object_to_json_string_ext(
+        root.get(), JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    out += '\n';
+    return out;
+}
+
+std::string hexs(const std::string& bytes) {
+    return hex::encode(bytes.data(), bytes.size());
+}
+
+template <class T>
+Result<std::optional<T>> load(const journal::Journal& j, const char* name,
+                              Result<T> (*parse)(std::string_view)) {
+    auto st = fsx::stat_at(j.dir_fd(), name);
+    if (!st) return st.fail(name);
+    if (!st->has_value()) return std::optional<T>();
+    auto text = fsx::read_file_at(j.dir_fd(), name, kMaxStateFile);
+    if (!text) return text.fail(j.dir() + "/" + name);
+    auto v = parse(*text);
+    if (!v) return v.fail(j.dir() + "/" + name);
+    return std::optional<T>(std::move(v.value()));
+}
+
+}  // namespace
+
+std::string render_attempt(const Attempt& a) {
+    json::Ptr root(json_object_new_object());
+    put(root.get(), "packageHash", a.package_hash_hex);
+    put(root.get(), "version", a.version);
+    put(root.get(), "outcome", a.outcome);
+    put(root.get(), "reason", a.reason);
+    put(root.get(), "at", a.at);
+    return to_text(root);
+}
+
+Result<Attempt> parse_attempt(std::string_view text) {
+    auto root = parse_object(text);
+    if (!root) return root.fail();
+    Attempt a;
+    for (auto [key, field] : {std::pair{"packageHash", &a.package_hash_hex},
+                              std::pair{"version", &a.version}, std::pair{"outcome", &a.outcome},
+                              std::pair{"reason", &a.reason}, std::pair{"at", &a.at}}) {
+        auto v = string_field(root->get(), key);
+        if (!v) return v.fail();
+        *field = std::move(v.value());
+    }
+    static const char* const kOutcomes[] = {"installed", "failed", "rolled-back", "interrupted",
+                                            "in-progress"};
+    bool known = false;
+    for (const char* o : kOutcomes) known = known || a.outcome == o;
+    if (!known) return fail(Errc::invalid, "outcome: unknown: " + a.outcome);
+    return a;
+}
+
+Result<std::optional<Attempt>> load_attempt(const journal::Journal& j) {
+    return load<Attempt>(j, kLastAttemptFile, &parse_attempt);
+}
+
+Status store_attempt(const journal::Journal& j, const Attempt& a) {
+    MYR_TRY(fsx::write_file_atomic(j.dir_fd(), kLastAttemptFile, render_attempt(a), 0600),
+            "write " + j.dir() + "/" + kLastAttemptFile);
+    return {};
+}
+
+std::string render_installed(const Report& r) {
+    json::Ptr root(json_object_new_object());
+    put(root.get(), "allPackagesHash", hexs(r.all_packages_hash));
+    for (const PackageReport& p : r.packages) {
+        if (p.code != Code::installed) continue;
+        put(root.get(), "name", p.name);
+        put(root.get(), "version", p.agent_has_version);
+        put(root.get(), "packageHash", hexs(p.agent_has_hash));
+        break;
+    }
+    return to_text(root);
+}
+
+Result<Installed> parse_installed(std::string_view text) {
+    auto root = parse_object(text);
+    if (!root) return root.fail();
+    Installed in;
+    auto all = hex_field(root->get(), "allPackagesHash");
+    if (!all) return all.fail();
+    in.all_packages_hash = *all;
+    auto name = string_field(root->get(), "name");
+    if (!name) return name.fail();
+    in.name = *name;
+    auto version = string_field(root->get(), "version");
+    if (!version) return version.fail();
+    in.version = *version;
+    auto hash = hex_field(root->get(), "packageHash");
+    if (!hash) return hash.fail();
+    in.package_hash = *hash;
+    return in;
+}
+
+Result<std::optional<Installed>> load_installed(const journal::Journal& j) {
+    return load<Installed>(j, kPackagesFile, &parse_installed);
+}
+
+Status store_installed(const journal::Journal& j, const Report& r) {
+    MYR_TRY(fsx::write_file_atomic(j.dir_fd(), kPackagesFile, render_installed(r), 0600),
+            "write " + j.dir() + "/" + kPackagesFile);
+    return {};
+}
+
+Result<std::optional<Attempt>> record_recovery(const journal::Journal& j,
+                                               const journal::Recovery& r,
+                                               const std::string& now) {
+    if (!r.update_interrupted || !r.record) return std::optional<Attempt>();
+    Attempt a;
+    a.version = r.record->to;
+    a.outcome = "interrupted";
+    a.reason = "interrupted while " + r.record->phase + "; recovery: " + r.action;
+    a.at = now;
+    // The in-progress record names the offer; an unreadable one costs only the "failed before"
+    // rule for this offer.
+    if (auto prev = load_attempt(j); prev && prev->has_value() &&
+                                     (*prev)->outcome == "in-progress" &&
+                                     (*prev)->version == a.version) {
+        a.package_hash_hex = (*prev)->package_hash_hex;
+    }
+    MYR_TRY(store_attempt(j, a), "record the interrupted update");
+    return std::optional<Attempt>(a);
+}
+
+}  // namespace myr::update

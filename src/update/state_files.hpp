@@ -1,0 +1,53 @@
+// The installer's two files in the state directory, next to journal.json (volume.md):
+//
+//   last-attempt.json  the outcome of the last install: the "failed before" rule of Checking, the
+//                      /readyz text and the first report after a restart. "in-progress" while an
+//                      install runs, so that a start after a crash knows which offer it was.
+//   packages.json      what was installed last: the offer's all_packages_hash and the statuses
+//                      reported with it (all_packages_hash is stored only when Installed).
+//
+// Both are replaced durably (fsx::write_file_atomic) and read strictly: a file that does not parse
+// is ignored with a reason (the next install rewrites it), never trusted in part.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+#include "journal/journal.hpp"
+#include "journal/recover.hpp"
+#include "update/ports.hpp"
+
+namespace myr::update {
+
+inline constexpr const char* kLastAttemptFile = "last-attempt.json";
+inline constexpr const char* kPackagesFile = "packages.json";
+
+std::string render_attempt(const Attempt& a);
+[[nodiscard]] Result<Attempt> parse_attempt(std::string_view json);
+// Absent: nullopt. Unparsable: an error saying why.
+[[nodiscard]] Result<std::optional<Attempt>> load_attempt(const journal::Journal& j);
+[[nodiscard]] Status store_attempt(const journal::Journal& j, const Attempt& a);
+
+// packages.json: hashes as lower-case hex.
+struct Installed {
+    std::string all_packages_hash;  // raw bytes
+    std::string name;
+    std::string version;
+    std::string package_hash;  // raw bytes
+    bool operator==(const Installed&) const = default;
+};
+std::string render_installed(const Report& r);
+[[nodiscard]] Result<Installed> parse_installed(std::string_view json);
+[[nodiscard]] Result<std::optional<Installed>> load_installed(const journal::Journal& j);
+[[nodiscard]] Status store_installed(const journal::Journal& j, const Report& r);
+
+// After journal::recover: an update that recovery undid is recorded as "interrupted" in
+// last-attempt.json (keeping the package hash of the "in-progress" record, so that the same offer
+// is not tried again on its own), with what recovery did. Returns the attempt written, if any.
+[[nodiscard]] Result<std::optional<Attempt>> record_recovery(const journal::Journal& j,
+                                                             const journal::Recovery& r,
+                                                             const std::string& now_rfc3339);
+
+}  // namespace myr::update

@@ -1,0 +1,761 @@
+#include "update/installer.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "core/hex.hpp"
+#include "fake_ports.hpp"
+
+using namespace myr;
+using namespace myr::update;
+using namespace myr::update::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+const Url kSupervisorHealth{"http", "127.0.0.1", 23233, "/health"};
+const Url kCollectorHealth{"http", "127.0.0.1", 13133, "/"};
+
+Settings settings() {
+    Settings s;
+    s.require_signature = false;
+    s.health_timeout = 60s;
+    s.health_successes = 3;
+    s.health_interval = 2s;
+    s.supervisor_health_url = kSupervisorHealth;
+    s.collector_health_url = kCollectorHealth;
+    s.config_file = "/etc/otelcol/effective.yaml";
+    s.stop_timeout = 30s;
+    return s;
+}
+
+Offer offer_of(const std::string& version, char hash = 'p', std::string signature = {}) {
+    OfferedPackage p;
+    p.name = "otelcol-contrib";
+    p.top_level = true;
+    p.version = version;
+    p.hash = std::string(32, hash);
+    OfferedFile f;
+    f.url = "https://artifacts.example/otelcol-" + version + ".tar.gz";
+    f.content_hash = std::string(32, 'a');  // hex "6161…"
+    f.signature = std::move(signature);
+    p.file = f;
+    Offer o;
+    o.packages.push_back(p);
+    o.all_packages_hash = std::string(32, hash) + "all";
+    return o;
+}
+
+struct Rig {
+    loop::FakeScheduler sched;
+    Trace trace;
+    FakeFetcher fetcher{sched, trace};
+    FakeVerifier verifier{sched, trace};
+    FakeStager stager{sched, trace};
+    FakePreflight preflight{sched, trace};
+    FakeService service{sched, trace};
+    FakeVolume volume{sched, trace};
+    FakeHealth health{sched, trace};
+    std::vector<Report> reports;
+    std::vector<bool> active_at_report;  // inst->active() seen by each report callback
+    std::unique_ptr<Installer> inst;
+
+    explicit Rig(Settings s = settings()) {
+        inst = std::make_unique<Installer>(
+            sched, Ports{fetcher, verifier, stager, preflight, service, volume, health}, s,
+            [this] {
+                reports.push_back(inst->report());
+                active_at_report.push_back(inst->active());
+            });
+        inst->set_active("0.116.0");
+    }
+    // Runs until the installer is idle again (or `limit` of fake time passed).
+    void settle(Duration limit = 10min) {
+        for (Duration t = 0s; t < limit; t += 500ms) {
+            sched.run_pending();
+            if (inst->state() == State::idle) return;
+            sched.advance(500ms);
+        }
+        sched.run_pending();
+    }
+    // Runs until the installer is in `s`.
+    void until(State s, Duration limit = 10min) {
+        for (Duration t = 0s; t < limit && inst->state() != s; t += 100ms) {
+            sched.run_pending();
+            if (inst->state() == s) return;
+            sched.advance(100ms);
+        }
+        REQUIRE(inst->state() == s);
+    }
+    // Like until(), releasing held volume answers on the way (for states that a held step keeps).
+    void drive_to(State s) {
+        for (int i = 0; i < 2000 && inst->state() != s; ++i) {
+            sched.run_pending();
+            if (inst->state() == s) break;
+            if (!volume.answers.held.empty()) {
+                volume.answers.release();
+                continue;
+            }
+            sched.advance(100ms);
+        }
+        REQUIRE(inst->state() == s);
+    }
+    void release_all() {
+        while (!volume.answers.held.empty()) volume.answers.release();
+        for (auto& f : service.held_stop) sched.post(f);
+        service.held_stop.clear();
+        for (auto& f : service.held_start) sched.post(f);
+        service.held_start.clear();
+    }
+    const PackageReport& top() const { return inst->report().packages.at(0); }
+    bool traced(const std::string& prefix) const {
+        return std::any_of(trace.begin(), trace.end(),
+                           [&](const std::string& t) { return t.rfind(prefix, 0) == 0; });
+    }
+    size_t count(const std::string& prefix) const {
+        return std::count_if(trace.begin(), trace.end(),
+                             [&](const std::string& t) { return t.rfind(prefix, 0) == 0; });
+    }
+    bool reported(Code c) const {
+        return std::any_of(reports.begin(), reports.end(), [&](const Report& r) {
+            return !r.packages.empty() && r.packages[0].code == c;
+        });
+    }
+};
+
+}  // namespace
+
+TEST_CASE("installer: a good install runs every step in order and reports Installed") {
+    Rig rig;
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    REQUIRE(rig.inst->state() == State::idle);
+    const std::string content_hex = hex::encode(std::string(32, 'a').data(), 32);
+    // The order of the work, with the journal written before each journaled state's own step.
+    std::vector<std::string> order;
+    for (const std::string& t : rig.trace) {
+        if (t.rfind("get:", 0) == 0) continue;
+        order.push_back(t.substr(0, t.find(':', t.find(':') + 1)));
+    }
+    std::vector<std::string> want = {"inspect",
+                                     "journal:downloading",
+                                     "fetch:https",
+                                     "journal:verifying",
+                                     "journal:staging",
+                                     "stage:/state/spool/" + content_hex,
+                                     "journal:preflight",
+                                     "preflight:/c/.staging/st1/otelcol",
+                                     "journal:stopping",
+                                     "stop",
+                                     "journal:swapping",
+                                     "activate:0.117.0",
+                                     "journal:starting",
+                                     "start",
+                                     "journal:health-checking",
+                                     "finish:clear"};
+    CHECK(order == want);
+    CHECK(rig.traced("activate:0.117.0:prev=0.116.0:st1"));
+    CHECK(rig.trace.back() == "finish:clear:gc:attempt=installed:packages");
+    CHECK(rig.top().code == Code::installed);
+    CHECK(rig.top().agent_has_version == "0.117.0");
+    CHECK(rig.top().agent_has_hash == std::string(32, 'p'));
+    CHECK(rig.top().error.empty());
+    CHECK(rig.reported(Code::installing));
+    CHECK(rig.reported(Code::downloading));
+    // Three rounds of two probes each.
+    CHECK(rig.health.gets == 6);
+    CHECK_FALSE(rig.volume.journal.has_value());
+    // {config} substituted in the validate arguments.
+    REQUIRE(rig.preflight.requests.size() == 1);
+    CHECK(rig.preflight.requests[0].validate_args ==
+          std::vector<std::string>{"validate", "--config=/etc/otelcol/effective.yaml"});
+    CHECK(rig.preflight.requests[0].expected_version == "0.117.0");
+}
+
+TEST_CASE("installer: every journaled state writes its journal before its own work") {
+    Rig rig;
+    // Hold every volume answer: while a journal write is outstanding, the state's work must not
+    // have started.
+    rig.volume.answers.hold = true;
+    rig.inst->offer(offer_of("0.117.0"));
+    int journal_writes = 0;
+    for (int i = 0; i < 400 && rig.inst->state() != State::idle; ++i) {
+        rig.sched.run_pending();
+        if (!rig.volume.answers.held.empty()) {
+            if (rig.trace.back().rfind("journal:", 0) == 0) {
+                ++journal_writes;
+                // Nothing happened after the journal write was asked for.
+                size_t before = rig.trace.size();
+                rig.sched.run_pending();
+                rig.sched.advance(5s);
+                CHECK(rig.trace.size() == before);
+            }
+            rig.volume.answers.release();
+            continue;
+        }
+        rig.sched.advance(500ms);
+    }
+    CHECK(rig.inst->state() == State::idle);
+    CHECK(journal_writes == 8);  // downloading … health-checking
+    CHECK(rig.top().code == Code::installed);
+}
+
+TEST_CASE("installer: a failing journal write fails the install before its work") {
+    Rig rig;
+    rig.volume.journal_fails_at = "staging";
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK_FALSE(rig.traced("stage:"));
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().error == "journal: disk full");
+}
+
+TEST_CASE("installer: checking — only the top-level package is installed; others fail alone") {
+    Rig rig;
+    Offer o = offer_of("0.117.0");
+    OfferedPackage addon;
+    addon.name = "extra";
+    addon.top_level = false;
+    addon.version = "1.0.0";
+    o.packages.insert(o.packages.begin(), addon);
+    rig.inst->offer(o);
+    rig.settle();
+    const Report& r = rig.inst->report();
+    REQUIRE(r.packages.size() == 2);
+    CHECK(r.packages[0].name == "extra");
+    CHECK(r.packages[0].code == Code::install_failed);
+    CHECK(r.packages[0].error == "unsupported package type");
+    CHECK(r.packages[1].code == Code::installed);
+    CHECK(r.packages[1].agent_has_version == "0.117.0");
+}
+
+TEST_CASE("installer: checking refusals never download") {
+    struct Case {
+        const char* name;
+        std::function<void(Rig&, Offer&)> setup;
+        const char* error;
+    };
+    std::vector<Case> cases = {
+        {"version does not parse", [](Rig&, Offer& o) { o.packages[0].version = "0.117"; },
+         "offered version \"0.117\" does not parse"},
+        {"below minimumVersion", [](Rig&, Offer&) {},
+         "version 0.117.0 is below update.minimumVersion 0.120.0"},
+        {"downgrade", [](Rig&, Offer& o) { o.packages[0].version = "0.110.0"; },
+         "version 0.110.0 is older than the active 0.116.0"},
+        {"failed before",
+         [](Rig& r, Offer&) {
+             std::string hash_hex;  // of the package hash: 32 x 'p' (0x70)
+             for (int i = 0; i < 32; ++i) hash_hex += "70";
+             r.volume.inspection.last_attempt =
+                 Attempt{hash_hex, "0.117.0", "rolled-back", "health check failed: x", ""};
+         },
+         "failed before, not tried again until the offer changes: health check failed: x"},
+        {"URL outside the allowed prefixes",
+         [](Rig&, Offer& o) { o.packages[0].file->url = "https://evil.example/x.tar.gz"; },
+         "download URL refused: https://evil.example/x.tar.gz is not under an allowed prefix"},
+        {"no file", [](Rig&, Offer& o) { o.packages[0].file.reset(); },
+         "the offer has no file to download"},
+        {"content hash not a SHA-256",
+         [](Rig&, Offer& o) { o.packages[0].file->content_hash = "short"; },
+         "content_hash is 5 bytes, not a SHA-256"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        Settings s = settings();
+        if (std::string(c.name) == "below minimumVersion") s.minimum_version = "0.120.0";
+        Rig rig(s);
+        Offer o = offer_of("0.117.0");
+        c.setup(rig, o);
+        rig.inst->offer(o);
+        rig.settle();
+        CHECK(rig.inst->state() == State::idle);
+        CHECK_FALSE(rig.traced("fetch:"));
+        CHECK_FALSE(rig.traced("journal:"));
+        CHECK(rig.top().code == Code::install_failed);
+        CHECK(rig.top().error.rfind(c.error, 0) == 0);
+        CHECK(rig.top().agent_has_version == "0.116.0");
+        // A refusal by policy is not an attempt: last-attempt.json keeps what it had.
+        REQUIRE(rig.volume.finishes.size() == 1);
+        CHECK_FALSE(rig.volume.finishes[0].attempt.has_value());
+    }
+}
+
+TEST_CASE("installer: checking — a downgrade passes with allowDowngrade or to previousVersion") {
+    SUBCASE("previousVersion") {
+        Rig rig;
+        rig.inst->offer(offer_of("0.115.0"));
+        rig.settle();
+        CHECK(rig.top().code == Code::installed);
+        CHECK(rig.traced("activate:0.115.0"));
+    }
+    SUBCASE("allowDowngrade") {
+        Settings s = settings();
+        s.allow_downgrade = true;
+        Rig rig(s);
+        rig.inst->offer(offer_of("0.100.0"));
+        rig.settle();
+        CHECK(rig.top().code == Code::installed);
+        CHECK(rig.traced("activate:0.100.0"));
+    }
+}
+
+TEST_CASE("installer: checking — the active version, intact, is Installed without a download") {
+    Rig rig;
+    rig.inst->offer(offer_of("v0.116.0"));
+    rig.settle();
+    CHECK(rig.top().code == Code::installed);
+    CHECK_FALSE(rig.traced("fetch:"));
+    CHECK_FALSE(rig.traced("journal:"));
+    CHECK_FALSE(rig.traced("stop"));
+    CHECK(rig.trace.back() == "finish:clear:gc:attempt=installed:packages");
+}
+
+TEST_CASE("installer: checking — an active version that is broken is installed again") {
+    Rig rig;
+    rig.volume.inspection.active_intact = false;
+    rig.inst->offer(offer_of("0.116.0"));
+    rig.settle();
+    CHECK(rig.traced("fetch:"));
+    CHECK(rig.top().code == Code::installed);
+}
+
+TEST_CASE("installer: verifying — digest and signature rules") {
+    SUBCASE("content hash mismatch") {
+        Rig rig;
+        rig.fetcher.sha_override = std::string(64, 'c');
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        CHECK(rig.top().code == Code::install_failed);
+        CHECK(rig.top().error.rfind("content hash mismatch: offered 6161", 0) == 0);
+        CHECK_FALSE(rig.traced("stage:"));
+        // A failure after the download is an attempt: the same offer is not tried again.
+        CHECK(rig.volume.finishes.back().attempt->outcome == "failed");
+    }
+    SUBCASE("signature required but absent") {
+        Settings s = settings();
+        s.require_signature = true;
+        Rig rig(s);
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        CHECK(rig.top().error ==
+              "signature required (update.requireSignature) but the offer has none");
+        CHECK_FALSE(rig.traced("verify:"));
+    }
+    SUBCASE("signature required and good") {
+        Settings s = settings();
+        s.require_signature = true;
+        Rig rig(s);
+        rig.inst->offer(offer_of("0.117.0", 'p', "{good bundle}"));
+        rig.settle();
+        CHECK(rig.traced("verify:{good bundle}"));
+        CHECK(rig.top().code == Code::installed);
+    }
+    SUBCASE("present but invalid fails even when not required") {
+        Rig rig;
+        rig.inst->offer(offer_of("0.117.0", 'p', "{tampered}"));
+        rig.settle();
+        CHECK(rig.top().code == Code::install_failed);
+        CHECK(rig.top().error == "signature: identity: wrong subject");
+        CHECK_FALSE(rig.traced("stage:"));
+    }
+}
+
+TEST_CASE("installer: staging and preflight failures change nothing and discard the staging") {
+    SUBCASE("staging") {
+        Rig rig;
+        rig.stager.error = "member ../collector.binary: `..` component refused";
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        CHECK(rig.top().error == "stage: member ../collector.binary: `..` component refused");
+        CHECK(rig.trace.back() == "finish:clear:attempt=failed");
+    }
+    SUBCASE("preflight") {
+        Rig rig;
+        rig.preflight.error = "validate exited 1: error decoding 'receivers'";
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        CHECK(rig.top().error == "preflight: validate exited 1: error decoding 'receivers'");
+        CHECK(rig.trace.back() == "finish:clear:discard=st1:attempt=failed");
+    }
+}
+
+TEST_CASE("installer: preflight failure never stops the supervisor") {
+    Rig rig;
+    rig.preflight.error = "--version printed 0.118.0";
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK_FALSE(rig.traced("stop"));
+    CHECK_FALSE(rig.traced("activate:"));
+    CHECK(rig.top().agent_has_version == "0.116.0");
+}
+
+TEST_CASE("installer: a failing health check rolls back and says why in one line") {
+    Rig rig;
+    rig.health.answer = [&](const Url& u) -> Result<int> {
+        if (u == kCollectorHealth && rig.volume.inspection.active == "0.117.0") return 503;
+        return 200;
+    };
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.until(State::health_checking);
+    CHECK_FALSE(rig.inst->ready());
+    CHECK(rig.inst->describe() == "installing 0.117.0: health-checking");
+    rig.settle();
+    CHECK(rig.traced("switch_back:0.116.0"));
+    CHECK(rig.count("stop") == 2);
+    CHECK(rig.count("start") == 2);
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().error ==
+          "health check failed: collector http://127.0.0.1:13133/: 503 x29; rolled back to "
+          "0.116.0");
+    CHECK(rig.top().agent_has_version == "0.116.0");
+    CHECK(rig.trace.back() == "finish:clear:attempt=rolled-back");
+    CHECK_FALSE(rig.inst->unhealthy());
+    CHECK(rig.inst->ready());
+}
+
+TEST_CASE("installer: a failing round resets the count of rounds in a row") {
+    Settings s = settings();
+    s.supervisor_health_url.reset();
+    Rig rig(s);
+    std::vector<int> answers = {200, 200, 503, 200, 200};  // then 200 forever
+    size_t at = 0;
+    rig.health.answer = [&](const Url&) -> Result<int> {
+        return at < answers.size() ? answers[at++] : 200;
+    };
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK(rig.top().code == Code::installed);
+    // 2 passes, a failure, then three in a row: six rounds, not three.
+    CHECK(rig.health.gets == 6);
+}
+
+TEST_CASE("installer: a rollback whose health check fails too keeps the previous version") {
+    Rig rig;
+    rig.health.answer = [](const Url&) -> Result<int> {
+        return fail(Errc::network, "connection refused");
+    };
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle(30min);
+    CHECK(rig.inst->state() == State::idle);
+    CHECK(rig.count("switch_back:") == 1);  // never loops
+    CHECK(rig.top().error ==
+          "health check failed: supervisor http://127.0.0.1:23233/health: connection refused x29; "
+          "rolled back to 0.116.0, which fails its health check too: health check failed: "
+          "supervisor http://127.0.0.1:23233/health: connection refused x29");
+    CHECK(rig.top().agent_has_version == "0.116.0");
+    CHECK(rig.inst->unhealthy());
+    // Nothing more happens afterwards.
+    size_t n = rig.trace.size();
+    rig.sched.advance(10min);
+    rig.sched.run_pending();
+    CHECK(rig.trace.size() == n);
+}
+
+TEST_CASE("installer: a rollback that cannot switch back keeps the journal for recovery") {
+    Rig rig;
+    rig.health.answer = [](const Url&) -> Result<int> { return 500; };
+    rig.volume.switch_result = fail(Errc::system, "rename current: I/O error");
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle(30min);
+    CHECK(rig.trace.back() == "finish:keep:attempt=rolled-back");
+    CHECK(rig.top().error.find("; rollback failed: switch back to 0.116.0: rename current: I/O "
+                               "error") != std::string::npos);
+    CHECK(rig.inst->unhealthy());
+}
+
+TEST_CASE("installer: an activation error rolls back (the switch may have happened)") {
+    Rig rig;
+    rig.volume.activate_result = fail(Errc::system, "fsync install dir: I/O error");
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK(rig.traced("switch_back:0.116.0"));
+    CHECK(rig.top().error ==
+          "activate 0.117.0: fsync install dir: I/O error; rolled back to 0.116.0");
+}
+
+TEST_CASE("installer: a collector that crashes at start fails its rounds and is rolled back") {
+    Rig rig;
+    // The new one never stays up; the old one does.
+    rig.service.after_start = {service::State::waiting_to_restart, service::State::running};
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK(rig.top().error ==
+          "health check failed: supervisor not running (waiting_to_restart) x29; rolled back to "
+          "0.116.0");
+    CHECK(rig.service.starts == 2);
+}
+
+TEST_CASE("installer: a crash loop that gave up rolls back at once") {
+    Rig rig;
+    rig.service.after_start = {service::State::stopped, service::State::running};
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.until(State::health_checking);
+    rig.service.desired_ = service::Desired::gave_up;
+    MonoTime t0 = rig.sched.now();
+    rig.until(State::rolling_back);
+    CHECK(rig.sched.now() - t0 < 5s);  // not the 60 s deadline
+    rig.service.desired_ = service::Desired::running;
+    rig.settle();
+    CHECK(rig.top().error.find("rolled back to 0.116.0") != std::string::npos);
+}
+
+TEST_CASE("installer: the same offer during an install is ignored") {
+    Rig rig;
+    rig.fetcher.answers.hold = true;
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.until(State::downloading);
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.sched.run_pending();
+    CHECK(rig.inst->state() == State::downloading);
+    CHECK(rig.fetcher.answers.cancelled() == 0);
+    rig.fetcher.answers.release();
+    rig.settle();
+    CHECK(rig.top().code == Code::installed);
+    CHECK(rig.count("fetch:") == 1);
+    // And once installed, the same offer again changes nothing.
+    size_t n = rig.trace.size();
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK(rig.trace.size() == n);
+}
+
+TEST_CASE("installer: a different offer cancels a download; the latest one wins") {
+    Rig rig;
+    rig.fetcher.answers.hold = true;
+    rig.inst->offer(offer_of("0.117.0", 'p'));
+    rig.until(State::downloading);
+    rig.inst->offer(offer_of("0.118.0", 'q'));
+    rig.inst->offer(offer_of("0.119.0", 'r'));
+    rig.sched.run_pending();
+    CHECK(rig.fetcher.answers.cancelled() == 1);  // the 0.117.0 download was dropped
+    rig.fetcher.answers.hold = false;
+    rig.sched.run_pending();
+    // The dropped 0.117.0 answer and the 0.119.0 download; only the latter is still wanted.
+    REQUIRE(rig.fetcher.answers.held.size() == 2);
+    rig.fetcher.answers.release();
+    rig.fetcher.answers.release();
+    rig.settle();
+    CHECK(rig.inst->state() == State::idle);
+    CHECK(rig.top().offered_version == "0.119.0");
+    CHECK(rig.top().code == Code::installed);
+    CHECK_FALSE(rig.traced("fetch:https://artifacts.example/otelcol-0.118.0"));
+    // The superseded install is not an attempt that failed.
+    CHECK(rig.volume.finishes[0].attempt.has_value() == false);
+    CHECK_FALSE(rig.reported(Code::install_failed));
+}
+
+TEST_CASE("installer: a different offer waits for the end of the critical section") {
+    Rig rig;
+    rig.inst->offer(offer_of("0.117.0", 'p'));
+    rig.until(State::health_checking);
+    rig.inst->offer(offer_of("0.118.0", 'q'));
+    rig.sched.run_pending();
+    CHECK(rig.inst->state() == State::health_checking);
+    CHECK_FALSE(rig.traced("inspect:0.118.0"));
+    rig.settle();
+    CHECK(rig.count("inspect") == 2);  // the second install began only after the first
+    rig.settle();
+    CHECK(rig.inst->state() == State::idle);
+    CHECK(rig.traced("activate:0.117.0"));
+    CHECK(rig.traced("activate:0.118.0:prev=0.117.0"));
+    CHECK(rig.top().agent_has_version == "0.118.0");
+}
+
+TEST_CASE("installer: shutdown outside the critical section drops the install, volume untouched") {
+    for (State s : {State::checking, State::downloading, State::verifying, State::staging,
+                    State::preflight}) {
+        CAPTURE(to_string(s));
+        Rig rig;
+        rig.volume.answers.hold = s == State::checking;
+        rig.fetcher.answers.hold = s == State::downloading;
+        rig.verifier.answers.hold = s == State::verifying;
+        rig.stager.answers.hold = s == State::staging;
+        rig.preflight.answers.hold = s == State::preflight;
+        rig.inst->offer(offer_of("0.117.0", 'p', "{good bundle}"));
+        for (int i = 0; i < 50 && rig.inst->state() != s; ++i) {
+            rig.sched.run_pending();
+            if (rig.inst->state() == s) break;
+            if (!rig.volume.answers.held.empty()) rig.volume.answers.release();
+        }
+        REQUIRE(rig.inst->state() == s);
+        rig.sched.run_pending();
+        bool ended = false;
+        rig.inst->shutdown();
+        CHECK_FALSE(rig.inst->active());
+        rig.inst->on_end([&] { ended = true; });
+        CHECK(ended);
+        rig.sched.run_pending();
+        rig.sched.advance(5min);
+        CHECK(rig.inst->state() == State::idle);
+        CHECK(rig.volume.finishes.empty());  // the next start's recovery cleans up
+        CHECK_FALSE(rig.traced("stop"));
+        CHECK_FALSE(rig.traced("activate:"));
+        // No offer starts once shutting down.
+        rig.inst->offer(offer_of("0.118.0", 'q'));
+        rig.sched.run_pending();
+        CHECK(rig.inst->state() == State::idle);
+    }
+}
+
+TEST_CASE("installer: shutdown inside the critical section waits for its end") {
+    for (State s : {State::stopping, State::swapping, State::starting, State::health_checking,
+                    State::rolling_back}) {
+        CAPTURE(to_string(s));
+        Rig rig;
+        if (s == State::rolling_back) {
+            rig.health.answer = [&](const Url&) -> Result<int> {
+                return rig.volume.inspection.active == "0.117.0" ? 503 : 200;
+            };
+        }
+        rig.service.hold_stop = s == State::stopping;
+        rig.service.hold_start = s == State::starting;
+        rig.volume.answers.hold = s == State::swapping;
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.drive_to(s);
+        rig.service.hold_stop = false;
+        rig.service.hold_start = false;
+        rig.volume.answers.hold = false;
+        bool ended = false;
+        rig.inst->shutdown();
+        CHECK(rig.inst->active());
+        rig.inst->on_end([&] { ended = true; });
+        CHECK_FALSE(ended);
+        rig.release_all();
+        rig.settle();
+        CHECK(ended);
+        CHECK(rig.inst->state() == State::idle);
+        Code want = s == State::rolling_back ? Code::install_failed : Code::installed;
+        CHECK(rig.top().code == want);
+    }
+}
+
+TEST_CASE("installer: the shutdown wait is bounded by 2 x stopTimeout + 2 x healthTimeout") {
+    Rig rig;
+    rig.service.hold_stop = true;
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.until(State::stopping);
+    bool ended = false;
+    rig.inst->shutdown();
+    rig.inst->on_end([&] { ended = true; });
+    rig.sched.advance(2 * 30s + 2 * 60s - 1s);
+    CHECK_FALSE(ended);
+    rig.sched.advance(2s);
+    CHECK(ended);
+    CHECK_FALSE(rig.inst->active());
+}
+
+TEST_CASE("installer: download progress is reported at most every 2 s") {
+    Rig rig;
+    rig.fetcher.answers.hold = true;
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.until(State::downloading);
+    size_t before = rig.reports.size();
+    auto progress = [&](double pct) {
+        download::Progress p;
+        p.percent = pct;
+        p.bytes_per_second = 1e6;
+        rig.fetcher.handlers.on_progress(p);
+    };
+    progress(10);  // the first one goes out
+    rig.sched.advance(500ms);
+    progress(20);  // too soon
+    rig.sched.advance(1s);
+    progress(30);  // 1.5 s after the first: too soon
+    rig.sched.advance(600ms);
+    progress(40);  // 2.1 s: goes out
+    REQUIRE(rig.reports.size() == before + 2);
+    CHECK(rig.reports[before].packages[0].percent == doctest::Approx(10));
+    CHECK(rig.reports[before + 1].packages[0].percent == doctest::Approx(40));
+    CHECK(rig.reports[before + 1].packages[0].bytes_per_second == doctest::Approx(1e6));
+    CHECK(rig.reports[before + 1].packages[0].code == Code::downloading);
+    rig.fetcher.answers.release();
+    rig.settle();
+    CHECK(rig.top().code == Code::installed);
+    CHECK_FALSE(rig.top().percent.has_value());
+}
+
+TEST_CASE("installer: readiness names the step and clears after the critical section") {
+    Rig rig;
+    rig.service.hold_stop = true;
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.until(State::stopping);
+    CHECK_FALSE(rig.inst->ready());
+    CHECK(rig.inst->describe() == "installing 0.117.0: stopping");
+    for (auto& f : rig.service.held_stop) rig.sched.post(f);
+    rig.settle();
+    CHECK(rig.inst->ready());
+    CHECK(rig.inst->describe() == "no install in progress");
+}
+
+TEST_CASE("installer: a newer offer withdrawn during the critical section is not installed") {
+    Rig rig;
+    rig.inst->offer(offer_of("0.117.0", 'p'));
+    rig.until(State::health_checking);
+    rig.inst->offer(offer_of("0.118.0", 'q'));
+    rig.inst->offer(offer_of("0.117.0", 'p'));  // the server went back to the running install
+    rig.settle();
+    rig.settle();
+    CHECK(rig.count("inspect") == 1);
+    CHECK_FALSE(rig.traced("fetch:https://artifacts.example/otelcol-0.118.0"));
+    CHECK(rig.top().offered_version == "0.117.0");
+    CHECK(rig.top().code == Code::installed);
+}
+
+TEST_CASE("installer: an offer cancelled by a newer one and then offered again starts over") {
+    Rig rig;
+    rig.fetcher.answers.hold = true;
+    rig.inst->offer(offer_of("0.117.0", 'p'));
+    rig.until(State::downloading);
+    rig.inst->offer(offer_of("0.118.0", 'q'));  // cancels 0.117.0
+    rig.inst->offer(offer_of("0.117.0", 'p'));  // and 0.117.0 is the latest again
+    rig.fetcher.answers.hold = false;
+    for (int i = 0; i < 5; ++i) {
+        rig.sched.run_pending();
+        while (!rig.fetcher.answers.held.empty()) rig.fetcher.answers.release();
+    }
+    rig.settle();
+    CHECK(rig.inst->state() == State::idle);
+    CHECK(rig.top().offered_version == "0.117.0");
+    CHECK(rig.top().code == Code::installed);
+    CHECK_FALSE(rig.traced("fetch:https://artifacts.example/otelcol-0.118.0"));
+}
+
+TEST_CASE("installer: a remembered offer does not start once a shutdown arrived") {
+    Rig rig;
+    rig.fetcher.answers.hold = true;
+    rig.inst->offer(offer_of("0.117.0", 'p'));
+    rig.until(State::downloading);
+    rig.volume.answers.hold = true;  // hold the clean-up of the cancelled install
+    rig.inst->offer(offer_of("0.118.0", 'q'));
+    rig.sched.run_pending();
+    REQUIRE(rig.inst->state() == State::failed);
+    REQUIRE(rig.volume.answers.held.size() == 1);
+    // The clean-up ends, idle queues the remembered offer, and a TERM arrives before it runs.
+    auto& held = rig.volume.answers.held.front();
+    held.fire = [orig = held.fire, &rig] {
+        orig();
+        rig.inst->shutdown();
+    };
+    rig.volume.answers.release();
+    rig.sched.run_pending();
+    rig.sched.advance(1min);
+    CHECK(rig.inst->state() == State::idle);
+    CHECK(rig.count("inspect") == 1);
+}
+
+TEST_CASE("installer: the owner hears when the critical section is over") {
+    for (bool healthy : {true, false}) {
+        CAPTURE(healthy);
+        Rig rig;
+        if (!healthy) rig.health.answer = [](const Url&) -> Result<int> { return 500; };
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle(30min);
+        REQUIRE(rig.inst->state() == State::idle);
+        // The runtime acts on the end (a crash loop left to the installer, readiness) in the
+        // report callback: the last one must see the section over.
+        REQUIRE_FALSE(rig.active_at_report.empty());
+        CHECK_FALSE(rig.active_at_report.back());
+        CHECK(std::count(rig.active_at_report.begin(), rig.active_at_report.end(), true) > 0);
+    }
+}

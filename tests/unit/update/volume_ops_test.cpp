@@ -1,0 +1,388 @@
+#include "update/volume_ops.hpp"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fault.hpp"
+#include "harness.hpp"
+#include "hash/sha256.hpp"
+#include "journal/recover.hpp"
+#include "loop/fake_scheduler.hpp"
+#include "store/activate.hpp"
+#include "update/installer.hpp"
+#include "update/state_files.hpp"
+#include "fake_ports.hpp"
+
+using namespace myr;
+using namespace myr::update;
+using myr::test::TempDir;
+
+namespace {
+
+const char* kBinary = "otelcol-contrib";
+
+struct VolumeRig {
+    TempDir tmp;
+    std::string dir = tmp / "collector";
+    std::string state = tmp / "state";
+    std::shared_ptr<store::Volume> vol =
+        std::make_shared<store::Volume>(store::Volume::open(dir, kBinary).value());
+    std::shared_ptr<journal::Journal> j =
+        std::make_shared<journal::Journal>(journal::Journal::open(state).value());
+    loop::FakeScheduler sched;
+    StoreVolumeOps ops{sched, vol, j, 1};
+
+    VolumeRig() { activate_image("0.116.0"); }
+
+    void activate_image(const std::string& version) {
+        std::string src = tmp / ("src-" + version);
+        test::write_file(src, "collector " + version, 0755);
+        int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
+        store::ActivateRequest req;
+        req.version = version;
+        req.image_fd = fd;
+        req.expected_sha256 = hash::to_hex(hash::sha256("collector " + version));
+        auto r = store::activate(*vol, req);
+        ::close(fd);
+        REQUIRE(r);
+    }
+    // What the stager would leave: `.staging/<id>/<binary>`, 0755.
+    std::pair<std::string, std::string> stage(const std::string& version) {
+        auto st = store::create_staging(*vol);
+        REQUIRE(st);
+        std::string bytes = "collector " + version;
+        test::write_file(store::staged_binary_path(*vol, st->id), bytes, 0755);
+        return {st->id, hash::to_hex(hash::sha256(bytes))};
+    }
+    std::string current() { return *store::current_target(*vol); }
+
+    Status wait(std::function<std::unique_ptr<Step>(Done)> call) {
+        std::optional<Status> got;
+        auto step = call([&](Status s) { got = s; });
+        CHECK_FALSE(got.has_value());  // never from inside the call
+        sched.run_pending();
+        REQUIRE(got.has_value());
+        return *got;
+    }
+    Inspection inspect() {
+        std::optional<Result<Inspection>> got;
+        auto step = ops.inspect([&](Result<Inspection> r) { got.emplace(std::move(r)); });
+        sched.run_pending();
+        REQUIRE(got.has_value());
+        REQUIRE(got->ok());
+        return got->value();
+    }
+    VolumeOps::JournalEntry entry(const std::string& phase) {
+        return {phase, "0.116.0", "0.117.0", std::string(64, 'e')};
+    }
+};
+
+Report installed_report() {
+    Report r;
+    r.all_packages_hash = std::string(32, '\x01');
+    PackageReport p;
+    p.name = "otelcol-contrib";
+    p.code = Code::installed;
+    p.agent_has_version = "0.117.0";
+    p.agent_has_hash = std::string(32, '\x02');
+    r.packages.push_back(p);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("volume ops: inspect names the active version, its previous one and the last attempt") {
+    VolumeRig rig;
+    Inspection in = rig.inspect();
+    CHECK(in.active == "0.116.0");
+    CHECK(in.active_intact);
+    CHECK(in.previous.empty());
+    CHECK_FALSE(in.last_attempt.has_value());
+    REQUIRE(store_attempt(*rig.j, Attempt{"ab", "0.117.0", "failed", "signature: bad", "t"}));
+    in = rig.inspect();
+    REQUIRE(in.last_attempt.has_value());
+    CHECK(in.last_attempt->reason == "signature: bad");
+}
+
+TEST_CASE("volume ops: a whole install on a real volume, then commit") {
+    VolumeRig rig;
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("downloading"), d); }));
+    auto rec = rig.j->load();
+    REQUIRE(rec);
+    REQUIRE(rec->kind == journal::Loaded::Kind::ok);
+    CHECK(rec->record.phase == "downloading");
+    CHECK(rec->record.op == journal::Op::update);
+    std::string id = rec->record.id;
+    // The first write records which offer is in progress.
+    auto att = load_attempt(*rig.j);
+    REQUIRE(att);
+    REQUIRE(att->has_value());
+    CHECK((*att)->outcome == "in-progress");
+    CHECK((*att)->package_hash_hex == std::string(64, 'e'));
+    // A spool file as the downloader would leave it.
+    ::mkdir((rig.state + "/spool").c_str(), 0700);
+    test::write_file(rig.state + "/spool/" + std::string(64, 'a'), "archive");
+
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("swapping"), d); }));
+    CHECK(rig.j->load()->record.id == id);  // one id for the whole install
+    CHECK(rig.j->load()->record.phase == "swapping");
+    auto [staged, sha] = rig.stage("0.117.0");
+    REQUIRE(rig.wait([&](Done d) {
+        return rig.ops.activate({"0.117.0", staged, sha, "0.116.0"}, d);
+    }));
+    CHECK(rig.current() == "0.117.0");
+    auto marker = store::check_intact(*rig.vol, "0.117.0");
+    REQUIRE(marker);
+    CHECK(marker->source == store::Source::update);
+    CHECK(marker->previous_version == "0.116.0");
+
+    VolumeOps::Finish f;
+    f.attempt = Attempt{std::string(64, 'e'), "0.117.0", "installed", "", "t"};
+    f.installed = installed_report();
+    f.gc = true;
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.finish(f, d); }));
+    CHECK(rig.j->load()->kind == journal::Loaded::Kind::absent);
+    CHECK(test::list_dir(rig.state + "/spool").empty());
+    CHECK(load_attempt(*rig.j)->value().outcome == "installed");
+    auto pk = load_installed(*rig.j);
+    REQUIRE(pk);
+    REQUIRE(pk->has_value());
+    CHECK((*pk)->version == "0.117.0");
+    CHECK((*pk)->all_packages_hash == std::string(32, '\x01'));
+    CHECK((*pk)->package_hash == std::string(32, '\x02'));
+    // GC keeps the active version and its previous one.
+    CHECK(store::intact(*rig.vol, "0.116.0"));
+}
+
+TEST_CASE("volume ops: switch back and a failed install's clean-up") {
+    VolumeRig rig;
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("swapping"), d); }));
+    auto [staged, sha] = rig.stage("0.117.0");
+    REQUIRE(rig.wait([&](Done d) {
+        return rig.ops.activate({"0.117.0", staged, sha, "0.116.0"}, d);
+    }));
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.switch_back("0.116.0", d); }));
+    CHECK(rig.current() == "0.116.0");
+    // A second staging, as a failed preflight leaves it.
+    auto [left, sha2] = rig.stage("0.118.0");
+    (void)sha2;
+    VolumeOps::Finish f;
+    f.staged_id = left;
+    f.attempt = Attempt{"ee", "0.117.0", "rolled-back", "health check failed", "t"};
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.finish(f, d); }));
+    CHECK(test::list_dir(rig.dir + "/.staging").empty());
+    CHECK(rig.j->load()->kind == journal::Loaded::Kind::absent);
+    CHECK(load_attempt(*rig.j)->value().reason == "health check failed");
+    CHECK_FALSE(load_installed(*rig.j)->has_value());  // only an Installed stores packages.json
+}
+
+TEST_CASE("volume ops: switch back refuses a version that is not intact") {
+    VolumeRig rig;
+    Status st = rig.wait([&](Done d) { return rig.ops.switch_back("0.100.0", d); });
+    CHECK_FALSE(st.ok());
+    CHECK(rig.current() == "0.116.0");
+}
+
+TEST_CASE("volume ops: finish keeping the journal leaves it for recovery") {
+    VolumeRig rig;
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("rolling-back"), d); }));
+    VolumeOps::Finish f;
+    f.clear_journal = false;
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.finish(f, d); }));
+    CHECK(rig.j->load()->kind == journal::Loaded::Kind::ok);
+}
+
+TEST_CASE("recovery of an update: an unproven swap goes back, and the attempt says interrupted") {
+    for (const char* phase : {"swapping", "starting", "health-checking", "rolling-back"}) {
+        CAPTURE(phase);
+        VolumeRig rig;
+        REQUIRE(rig.wait(
+            [&](Done d) { return rig.ops.write_journal(rig.entry("downloading"), d); }));
+        REQUIRE(rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry(phase), d); }));
+        auto [staged, sha] = rig.stage("0.117.0");
+        REQUIRE(rig.wait([&](Done d) {
+            return rig.ops.activate({"0.117.0", staged, sha, "0.116.0"}, d);
+        }));
+        REQUIRE(rig.current() == "0.117.0");
+        // A hard kill here; the next start:
+        auto rec = journal::recover(*rig.vol, *rig.j);
+        REQUIRE(rec);
+        CHECK(rig.current() == "0.116.0");
+        CHECK(rec->update_interrupted);
+        auto att = record_recovery(*rig.j, *rec, "2026-12-01T20:00:00Z");
+        REQUIRE(att);
+        REQUIRE(att->has_value());
+        CHECK((*att)->outcome == "interrupted");
+        CHECK((*att)->package_hash_hex == std::string(64, 'e'));
+        CHECK((*att)->reason == std::string("interrupted while ") + phase +
+                                    "; recovery: switched current to 0.116.0");
+        CHECK(load_attempt(*rig.j)->value() == **att);
+    }
+}
+
+TEST_CASE("recovery of an update before the swap: staging and spool cleaned, current unchanged") {
+    VolumeRig rig;
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("preflight"), d); }));
+    rig.stage("0.117.0");
+    ::mkdir((rig.state + "/spool").c_str(), 0700);
+    test::write_file(rig.state + "/spool/x.part", "partial");
+    auto rec = journal::recover(*rig.vol, *rig.j);
+    REQUIRE(rec);
+    CHECK(rig.current() == "0.116.0");
+    CHECK(test::list_dir(rig.dir + "/.staging").empty());
+    CHECK(test::list_dir(rig.state + "/spool").empty());
+    CHECK(record_recovery(*rig.j, *rec, "t")->value().reason ==
+          "interrupted while preflight; recovery: kept current at 0.116.0");
+}
+
+TEST_CASE("state files: a corrupt last-attempt.json is an error, never trusted in part") {
+    VolumeRig rig;
+    test::write_file(rig.state + "/last-attempt.json", "{\"version\":\"0.117.0\"}");
+    auto a = load_attempt(*rig.j);
+    CHECK_FALSE(a.ok());
+    CHECK(a.error().message().find("packageHash: missing") != std::string::npos);
+    test::write_file(rig.state + "/last-attempt.json",
+                     render_attempt(Attempt{"", "0.1.0", "exploded", "", ""}));
+    CHECK_FALSE(load_attempt(*rig.j).ok());
+    // inspect ignores it rather than failing the install.
+    CHECK_FALSE(rig.inspect().last_attempt.has_value());
+}
+
+TEST_CASE("volume ops: each journaled state's entry has fault points before and after the write") {
+    VolumeRig rig;
+    ::setenv("MYRIARCH_FAULT", "update.swapping.before:fail", 1);
+    fault::reload();
+    Status st = rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("swapping"), d); });
+    CHECK_FALSE(st.ok());
+    CHECK(st.error().code() == Errc::injected);
+    CHECK(rig.j->load()->kind == journal::Loaded::Kind::absent);  // before: nothing written
+    ::setenv("MYRIARCH_FAULT", "update.swapping.after:fail", 1);
+    fault::reload();
+    st = rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("swapping"), d); });
+    CHECK_FALSE(st.ok());
+    CHECK(rig.j->load()->record.phase == "swapping");  // after: the journal is on disk
+    ::unsetenv("MYRIARCH_FAULT");
+    fault::reload();
+}
+
+namespace {
+
+// The stager as the real one leaves things: the binary in a fresh `.staging/<id>/` of the store.
+class DiskStager : public Stager {
+  public:
+    DiskStager(loop::FakeScheduler& s, store::Volume& v) : sched_(s), vol_(v) {}
+    std::unique_ptr<Step> stage(std::string, Callback<Staged> done) override {
+        auto st = store::create_staging(vol_);
+        REQUIRE(st);
+        std::string bytes = "collector 0.117.0";
+        std::string path = store::staged_binary_path(vol_, st->id);
+        test::write_file(path, bytes, 0755);
+        Staged out{st->id, path, hash::to_hex(hash::sha256(bytes)), bytes.size()};
+        auto alive = std::make_shared<bool>(true);
+        sched_.post([alive, done, out] {
+            if (*alive) done(out);
+        });
+        return std::make_unique<testing::FakeStep>(alive);
+    }
+
+  private:
+    loop::FakeScheduler& sched_;
+    store::Volume& vol_;
+};
+
+struct EndToEnd {
+    VolumeRig v;
+    testing::Trace trace;
+    testing::FakeFetcher fetcher{v.sched, trace};
+    testing::FakeVerifier verifier{v.sched, trace};
+    DiskStager stager{v.sched, *v.vol};
+    testing::FakePreflight preflight{v.sched, trace};
+    testing::FakeService service{v.sched, trace};
+    testing::FakeHealth health{v.sched, trace};
+    std::unique_ptr<Installer> inst;
+    EndToEnd() {
+        Settings s;
+        s.require_signature = false;
+        s.health_interval = std::chrono::seconds(1);
+        s.health_timeout = std::chrono::seconds(10);
+        s.collector_health_url = Url{"http", "127.0.0.1", 13133, "/"};
+        inst = std::make_unique<Installer>(
+            v.sched, Ports{fetcher, verifier, stager, preflight, service, v.ops, health}, s,
+            nullptr);
+        inst->set_active("0.116.0");
+    }
+    Offer offer() {
+        OfferedPackage p;
+        p.name = "otelcol-contrib";
+        p.version = "0.117.0";
+        p.hash = std::string(32, 'p');
+        p.file = OfferedFile{"https://artifacts.example/x.tar.gz", std::string(32, 'a'), "", {}};
+        Offer o;
+        o.packages.push_back(p);
+        o.all_packages_hash = "all";
+        return o;
+    }
+    void settle() {
+        for (int i = 0; i < 200; ++i) {
+            v.sched.run_pending();
+            if (inst->state() == State::idle) return;
+            v.sched.advance(std::chrono::milliseconds(500));
+        }
+    }
+};
+
+}  // namespace
+
+TEST_CASE("installer over the real volume: a good install leaves the new version active") {
+    EndToEnd e;
+    e.inst->offer(e.offer());
+    e.settle();
+    REQUIRE(e.inst->state() == State::idle);
+    CHECK(e.inst->report().packages[0].code == Code::installed);
+    CHECK(e.v.current() == "0.117.0");
+    auto m = store::check_intact(*e.v.vol, "0.117.0");
+    REQUIRE(m);
+    CHECK(m->source == store::Source::update);
+    CHECK(m->previous_version == "0.116.0");
+    CHECK(e.v.j->load()->kind == journal::Loaded::Kind::absent);
+    CHECK(test::list_dir(e.v.dir + "/.staging").empty());
+    CHECK(load_attempt(*e.v.j)->value().outcome == "installed");
+    CHECK(load_installed(*e.v.j)->value().version == "0.117.0");
+}
+
+TEST_CASE("installer over the real volume: a failing health check puts the old version back") {
+    EndToEnd e;
+    e.health.answer = [&](const Url&) -> Result<int> {
+        return e.v.current() == "0.117.0" ? Result<int>(503) : Result<int>(200);
+    };
+    e.inst->offer(e.offer());
+    e.settle();
+    REQUIRE(e.inst->state() == State::idle);
+    CHECK(e.v.current() == "0.116.0");
+    CHECK(e.inst->report().packages[0].code == Code::install_failed);
+    CHECK(e.inst->report().packages[0].agent_has_version == "0.116.0");
+    CHECK(e.v.j->load()->kind == journal::Loaded::Kind::absent);
+    auto a = load_attempt(*e.v.j);
+    REQUIRE(a);
+    CHECK((*a)->outcome == "rolled-back");
+    CHECK((*a)->reason.find("rolled back to 0.116.0") != std::string::npos);
+    CHECK(store::intact(*e.v.vol, "0.117.0"));  // kept for diagnosis until GC
+    // The same offer again is refused from last-attempt.json, without a download.
+    size_t fetches = e.fetcher.requests.size();
+    // A restart: a new installer on the same files.
+    e.inst.reset();
+    Settings s;
+    s.require_signature = false;
+    Installer again(e.v.sched,
+                    Ports{e.fetcher, e.verifier, e.stager, e.preflight, e.service, e.v.ops,
+                          e.health},
+                    s, nullptr);
+    again.set_active("0.116.0");
+    again.offer(e.offer());
+    for (int i = 0; i < 20; ++i) e.v.sched.run_pending();
+    CHECK(again.report().packages[0].code == Code::install_failed);
+    CHECK(again.report().packages[0].error.rfind("failed before", 0) == 0);
+    CHECK(e.fetcher.requests.size() == fetches);
+}
