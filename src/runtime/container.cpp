@@ -40,6 +40,33 @@ update::Settings update_settings(const config::Config& cfg) {
     return s;
 }
 
+// The downloader's URL rule: below update.allowedDownloadPrefixes (or the endpoint's artifact
+// path), http:// only where the endpoint itself may be plain (docs/download.md).
+download::UrlPolicy url_policy(const config::Config& cfg) {
+    download::UrlPolicy p;
+    p.prefixes = config::effective_download_prefixes(cfg);
+    p.allow_plain_http = download::plain_http_allowed(
+        cfg.server.endpoint ? &*cfg.server.endpoint : nullptr, cfg.server.allow_insecure_transport);
+    return p;
+}
+
+download::DownloaderOptions downloader_options(const config::Config& cfg) {
+    download::DownloaderOptions o;
+    o.state_dir = cfg.collector.state_dir;
+    o.policy = url_policy(cfg);
+    o.ca_file = cfg.server.ca_file;
+    o.allow_insecure_transport = cfg.server.allow_insecure_transport;
+    return o;
+}
+
+// The binary inside an archive may be as large as the archive may be (update.maxArtifactSize);
+// decompressing more than 4 x that in all is a bomb (stage/extract.hpp).
+stage::ExtractLimits extract_limits(const config::Config& cfg) {
+    stage::ExtractLimits l;
+    l.max_binary_size = cfg.update.max_artifact_size;
+    return l;
+}
+
 verify::Identity signer(const config::Config& cfg) {
     return {cfg.update.signer_identity.subject, cfg.update.signer_identity.subject_regexp,
             cfg.update.signer_identity.issuer};
@@ -86,9 +113,14 @@ ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, 
               return child_.describe() + "; " + installer_->describe();
           }),
       status_(sched_, child_),
-      fetcher_(sched_),
-      stager_(sched_),
-      preflight_(sched_),
+      downloader_(loop.get(), sched_, downloader_options(cfg)),
+      fetcher_(downloader_,
+               [policy = url_policy(cfg)](const std::string& url) -> Status {
+                   auto checked = download::check_download_url(url, policy);
+                   if (!checked) return checked.fail();
+                   return {};
+               }),
+      preflight_(reaper_, sched_),
       verifier_(sched_, cfg.update.trusted_root_file, signer(cfg)),
       health_probe_(loop.get(), sched_) {
     child_.on_change([this] {
@@ -219,7 +251,8 @@ void ContainerRuntime::start_installer(const journal::SeedOutcome& seeded) {
     auto j = std::shared_ptr<journal::Journal>(volume_, &volume_->journal);
     volume_ops_ = std::make_unique<update::StoreVolumeOps>(sched_, vol, j,
                                                            cfg_.collector.keep_versions);
-    update::Ports ports{fetcher_,   verifier_,     stager_,       preflight_,
+    stager_ = std::make_unique<ExtractStager>(sched_, vol, extract_limits(cfg_));
+    update::Ports ports{fetcher_,   verifier_,     *stager_,      preflight_,
                         child_,     *volume_ops_,  health_probe_};
     installer_ = std::make_unique<update::Installer>(
         sched_, ports, update_settings(cfg_), [this, image = seeded.image_version] {

@@ -37,6 +37,7 @@
 #include "health/probes.hpp"
 #include "journal/seed.hpp"
 #include "loop/loop.hpp"
+#include "download/http_downloader.hpp"
 #include "loop/uv_scheduler.hpp"
 #include "opamp/agent.hpp"
 #include "opamp/providers.hpp"
@@ -45,7 +46,7 @@
 #include "runtime/startup.hpp"
 #include "runtime/status.hpp"
 #include "runtime/update_ports.hpp"
-#include "runtime/update_standins.hpp"
+#include "runtime/update_seams.hpp"
 #include "service/child_service.hpp"
 #include "service/service_controller.hpp"
 #include "update/installer.hpp"
@@ -94,11 +95,11 @@ class ContainerRuntime {
     SharedVolume volume_;
     journal::SeedInput seed_input_;
     CollectorStatus status_;
-    // The installer's ports. The downloader, the extraction and the preflight are stand-ins
-    // until download/ and stage/ are merged (update_standins.hpp); the rest is real.
-    StandinFetcher fetcher_;
-    StandinStager stager_;
-    StandinPreflighter preflight_;
+    // The installer's ports. The stager works on the volume, so it is made with the installer.
+    download::HttpDownloader downloader_;
+    DownloaderFetcher fetcher_;
+    std::unique_ptr<ExtractStager> stager_;
+    SeamPreflighter preflight_;
     SigstoreVerifier verifier_;
     HttpHealthProbe health_probe_;
     // Built once the volume is recovered and seeded (they work on it).

@@ -1,8 +1,6 @@
 // The installer's ports over the seams of the download and staging modules
-// (download/downloader.hpp, stage/extract.hpp, stage/preflight.hpp). Their implementations are
-// built side by side in other branches; these adapters compile against the seam headers alone and
-// are built into their own library (runtime_seams), which nothing links until the implementations
-// are merged. Until then the container runtime plugs in the stand-ins of update_standins.hpp.
+// (download/downloader.hpp, stage/extract.hpp, stage/preflight.hpp): the container runtime plugs
+// the real downloader, extraction and preflight into the installer through these.
 #pragma once
 
 #include <functional>

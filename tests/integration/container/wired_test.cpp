@@ -272,8 +272,9 @@ TEST_CASE(
         [&] { return latest([](json_object* m) { return flag(get(m, "health"), "healthy"); }); },
         30s, 100ms));
 
-    // The offer (in the reply to the second message) passes the installer's Checking rules and
-    // fails at the download: the downloader is merged separately (runtime/update_standins.hpp).
+    // The offer (in the reply to the second message) names https://127.0.0.1/artifacts/…, which
+    // is not below the default prefix (the endpoint's own host and port, /artifacts/): refused by
+    // the URL policy in Checking, before any byte is downloaded.
     CHECK_MESSAGE(wait_until(
                       [&] {
                           return latest([](json_object* m) {
@@ -283,10 +284,11 @@ TEST_CASE(
                                   json_object* p = json_object_array_get_idx(arr, i);
                                   if (str(p, "name") == "collector" &&
                                       str(p, "status") == "InstallFailed" &&
-                                      str(p, "error_message") ==
-                                          "download https://127.0.0.1/artifacts/"
-                                          "collector.tar.gz: downloader: not in this build yet "
-                                          "(merged separately, issue 11)" &&
+                                      str(p, "error_message").rfind(
+                                          "download URL refused: https://127.0.0.1/artifacts/"
+                                          "collector.tar.gz: refused (rule prefix): not below "
+                                          "any allowed download prefix (http://127.0.0.1:",
+                                          0) == 0 &&
                                       str(p, "agent_has_version") == "0.116.0" &&
                                       str(p, "server_offered_version") == "0.117.0") {
                                       return true;
