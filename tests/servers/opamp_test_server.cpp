@@ -12,7 +12,8 @@
 // non-101 status; --each ACTIONS applies to every other AgentToServer; --commands FILE is polled
 // and each new line's ACTIONS go to the newest connection.
 //
-// ACTIONS, joined with '+': full | heartbeat=S | offer=NAME,VERSION,HASH[,TYPE] | new_uid=UUID |
+// ACTIONS, joined with '+': full | heartbeat=S | offer=NAME,VERSION,HASH[,TYPE] |
+//   release=FILE (a real offer: see below) | new_uid=UUID |
 //   unavailable=MS (retry_after; -1 = none) | bad_request | close=CODE | drop | garbage=HEX |
 //   nonzero_header | oversize=BYTES | text | quit
 //
@@ -24,6 +25,13 @@
 //                      every report the agent sends afterwards is 32 x N bytes)
 //   stream=KIND,S      a flood of 1000 frames of KIND every 10 ms for S seconds
 //   stop_reading       this connection is never read again (its peer's writes pile up)
+// release=FILE offers one package described by FILE, one `key=value` per line: name, version,
+// url, sha256 (hex of the artifact: DownloadableFile.content_hash), hash (the package hash, hex;
+// default = sha256), type (0 TopLevel, 1 Addon), signature_file (its bytes are
+// DownloadableFile.signature, a Sigstore bundle), header (`Name: value`, repeatable),
+// all_hash (PackagesAvailable.all_packages_hash, hex; default = hash). Several release= actions in one
+// ACTIONS make one offer of several packages.
+//
 // --refuse-all answers every upgrade with STATUS and, when given, the literal Retry-After text
 // (seconds, an HTTP date, or anything else).
 #include <fcntl.h>
@@ -178,6 +186,69 @@ json_object* to_json(const AgentToServer& m) {
     return o;
 }
 
+// A package offer read from a `key=value` file (see release= above), with its all_hash.
+Result<std::pair<PackageAvailable, std::string>> release_from_file(const std::string& path) {
+    std::string text;
+    {
+        FILE* f = std::fopen(path.c_str(), "rb");
+        if (f == nullptr) return fail("cannot open");
+        char buf[4096];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+        std::fclose(f);
+    }
+    PackageAvailable pa;
+    DownloadableFile df;
+    std::string all_hash;
+    bool have_hash = false, have_all = false;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        size_t nl = text.find('\n', pos);
+        if (nl == std::string::npos) nl = text.size();
+        std::string line = text.substr(pos, nl - pos);
+        pos = nl + 1;
+        auto eq = line.find('=');
+        if (line.empty() || eq == std::string::npos) continue;
+        std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+        if (k == "name") {
+            pa.name = v;
+        } else if (k == "version") {
+            pa.version = v;
+        } else if (k == "url") {
+            df.download_url = v;
+        } else if (k == "sha256") {
+            df.content_hash = unhex(v);
+        } else if (k == "hash") {
+            pa.hash = unhex(v);
+            have_hash = true;
+        } else if (k == "type") {
+            pa.type = static_cast<PackageType>(std::stoi(v));
+        } else if (k == "all_hash") {
+            all_hash = unhex(v);
+            have_all = true;
+        } else if (k == "signature_file") {
+            FILE* f = std::fopen(v.c_str(), "rb");
+            if (f == nullptr) return fail("cannot open signature_file " + v);
+            char buf[4096];
+            size_t n;
+            while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) df.signature.append(buf, n);
+            std::fclose(f);
+        } else if (k == "header") {
+            auto colon = v.find(':');
+            if (colon == std::string::npos) return fail("header without ':': " + v);
+            std::string hv = v.substr(colon + 1);
+            hv.erase(0, hv.find_first_not_of(' '));
+            df.headers.push_back(Header{v.substr(0, colon), hv});
+        } else {
+            return fail("unknown key " + k);
+        }
+    }
+    if (!have_hash) pa.hash = df.content_hash;
+    if (!have_all) all_hash = pa.hash;
+    pa.file = std::move(df);
+    return std::make_pair(std::move(pa), all_hash);
+}
+
 class Conn;
 std::vector<Conn*> g_conns;  // live connections, newest last
 
@@ -257,6 +328,17 @@ class Conn {
                 if (!m.packages_available) m.packages_available = PackagesAvailable{};
                 m.packages_available->packages.push_back(pa);
                 m.packages_available->all_packages_hash += pa.hash;
+                send_msg = true;
+            } else if (key == "release") {
+                auto pa = release_from_file(val);
+                if (!pa) {
+                    std::fprintf(stderr, "opamp-test-server: release=%s: %s\n", val.c_str(),
+                                 pa.error().message().c_str());
+                    continue;
+                }
+                if (!m.packages_available) m.packages_available = PackagesAvailable{};
+                m.packages_available->packages.push_back(pa->first);
+                m.packages_available->all_packages_hash += pa->second;
                 send_msg = true;
             } else if (key == "new_uid") {
                 auto u = uid_from_text(val);
