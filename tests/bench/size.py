@@ -36,6 +36,11 @@ def group_of(path):
         return f"ours: {mod}", m.group(3)
     if "src_cli_main.cpp.o" in path:
         return "ours: cli", "main.cpp.o"
+    # With -Db_lto=true the linker sees GCC's link-time partitions, not our objects: every module
+    # and llhttp (the only other library compiled here) are mixed in them. The per-module split
+    # comes from the same build without LTO.
+    if re.search(r"\.ltrans\d*\.ltrans\.o$", path):
+        return "ours + llhttp (LTO partitions)", path.rsplit("/", 1)[-1]
     m = re.search(r"([^/]+)\.a(?:\.p/|\()([^)]*)\)?$", path)
     if m:
         lib = m.group(1)
@@ -134,7 +139,7 @@ def main(argv):
             print(f"| {g} | {kb(new[g])} | {100 * new[g] / total:.1f}% |")
         print(f"| **total (file bytes)** | **{kb(total)}** | |")
         print(f"| .bss/.tbss (memory, not file) | {kb(sum(new_bss.values()))} | |")
-    ours = sum(v for g, v in new.items() if g.startswith("ours:"))
+    ours = sum(v for g, v in new.items() if g.startswith("ours"))
     print(f"\nours: {kb(ours)} kB, libraries: {kb(total - ours)} kB")
     for lib in show:
         mem = new_members.get(lib, {})
