@@ -11,6 +11,7 @@ counted, so the total is close to the stripped size (the rest is ELF headers and
 With a baseline map, both columns and the difference are printed. --members LIB lists the
 largest archive members of LIB (for example libc or libstdc++).
 """
+import os
 import re
 import sys
 from collections import defaultdict
@@ -27,7 +28,9 @@ OUTPUT = re.compile(r"^(\.?[A-Za-z_][\w.]*)(\s|$)")
 
 def group_of(path):
     """(group, member) for an input file as the map names it."""
-    # Meson's thin archives name the object itself: src/net/libmyr_net.a.p/websocket.cpp.o.
+    # Meson's thin archives name the object itself: src/net/libmyr_net.a.p/websocket.cpp.o
+    # (sometimes as src/net/../core/…).
+    path = os.path.normpath(path) if "/../" in path else path
     m = re.search(r"src/(\w+)/libmyr_(\w+)\.a(?:\.p/|\()([^)]*)\)?$", path)
     if m:
         mod = m.group(1)
