@@ -20,6 +20,24 @@ MYR_BUILD_PKGS=(build-essential meson ninja-build pkg-config python3 libuv1-dev 
     protobuf-c-compiler doctest-dev node-llhttp)
 MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps e2fsprogs xz-utils zstd)
 MYR_FUZZ_PKGS=(clang libclang-rt-14-dev)
+# tests/bench/idle.sh measures next to tini's static build.
+MYR_BENCH_PKGS=(tini)
+
+# --- arm64 (scripts/cross/aarch64-linux-gnu.ini, scripts/release.sh, the arm64 test stage) ------------
+# Debian's cross compiler, the :arm64 archives of every library through multiarch, and qemu-user to
+# run the cross-built tests (binfmt-support registers qemu where the kernel allows it; the tests do
+# not depend on that, see tests/support/harness.cpp).
+MYR_ARM64_TOOLS=(g++-aarch64-linux-gnu qemu-user-static binfmt-support)
+MYR_ARM64_LIBS=(libuv1-dev:arm64 libmbedtls-dev:arm64 libyaml-dev:arm64 libjson-c-dev:arm64
+    zlib1g-dev:arm64 libarchive-dev:arm64 libzstd-dev:arm64 libprotobuf-c-dev:arm64
+    liblzma-dev:arm64 libbz2-dev:arm64 nettle-dev:arm64)
+myr_need_arm64() {
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        [ "$(id -u)" -eq 0 ] || { echo "need root to add the arm64 architecture (dpkg --add-architecture arm64)" >&2; return 1; }
+        dpkg --add-architecture arm64 || return 1
+    fi
+    myr_need_pkgs "${MYR_ARM64_TOOLS[@]}" "${MYR_ARM64_LIBS[@]}"
+}
 
 # Node.js and npm run the independent peers of the interop and Sigstore cross-check tests. The
 # machine may already have them from elsewhere than Debian (then Debian's npm would conflict), so

@@ -57,6 +57,17 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, line, _ = summarize(tmp, [skipping], strict=True)
     expect("strict mode fails a skip", rc, 1)
 
+    filtered = {"name": "integration-x", "result": "OK",
+                "command": ["integration_x_test", "--test-case-exclude=*(strace)*"],
+                "stdout": "[doctest] test cases: 6 | 4 passed | 0 failed | 2 skipped\n"}
+    rc, line, out = summarize(tmp, [filtered], strict=True)
+    expect("cases a stage leaves out by name are neither skips nor passes, also in strict mode",
+           (rc, line), (0, "4 passed, 0 failed, 0 skipped"))
+    expect("the left-out cases are named", "NOT RUN: integration-x: 2 case(s)" in out, True)
+    unfiltered = dict(filtered, command=["integration_x_test"])
+    rc, line, _ = summarize(tmp, [unfiltered], strict=True)
+    expect("doctest's own skips still count without an exclusion", (rc, line[-9:]), (1, "2 skipped"))
+
     crashed = {"name": "unit-c", "result": "FAIL", "stdout": doctest_out(2, 2, 0)}
     rc, line, _ = summarize(tmp, [crashed])
     expect("a crash after the summary fails", (rc, line), (1, "2 passed, 1 failed, 0 skipped"))

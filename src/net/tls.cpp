@@ -1,6 +1,7 @@
 #include "net/tls.hpp"
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <mbedtls/asn1.h>
 #include <mbedtls/error.h>
 #include <mbedtls/oid.h>
@@ -210,6 +211,22 @@ struct TlsSession::State {
     State() { mbedtls_ssl_init(&ssl); }
     ~State() { mbedtls_ssl_free(&ssl); }
 
+    // The trust anchors are read only during a handshake (renegotiation stays off, mbedTLS's
+    // default), and a system bundle parsed is about 450 kB of heap, held for as long as the
+    // connection lasts: the agent's stays up for days. So a client configuration that this
+    // connection alone holds (parsed for it: the agent reconnects with a fresh one) drops them
+    // once the handshake is over, and the freed pages go back to the kernel. A configuration
+    // shared with other connections (preloaded, as the downloader's) keeps them for the next
+    // handshake.
+    void release_trust_anchors() {
+        TlsConfig::State& c = *config->state_;
+        if (c.is_server || config.use_count() != 1 || c.ca.version == 0) return;
+        mbedtls_ssl_conf_ca_chain(&c.conf, nullptr, nullptr);
+        mbedtls_x509_crt_free(&c.ca);
+        mbedtls_x509_crt_init(&c.ca);
+        ::malloc_trim(0);  // the certificates lay below the session's buffers: no top to trim
+    }
+
     static int send_cb(void* ctx, const unsigned char* buf, size_t len) noexcept {
         static_cast<State*>(ctx)->out.append(reinterpret_cast<const char*>(buf), len);
         return static_cast<int>(len);
@@ -357,6 +374,7 @@ Result<bool> TlsSession::pump(std::string& plaintext) {
             return fail("TLS handshake: " + mbed_error(ret));
         }
         s.done = true;
+        s.release_trust_anchors();
     }
     unsigned char buf[16384];
     for (;;) {
@@ -374,6 +392,10 @@ Result<bool> TlsSession::pump(std::string& plaintext) {
 
 bool TlsSession::handshake_done() const {
     return state_->done;
+}
+
+bool TlsSession::holds_trust_anchors() const {
+    return state_->config->state_->ca.version != 0;
 }
 
 Status TlsSession::write(std::string_view plaintext) {

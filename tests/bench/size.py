@@ -11,6 +11,7 @@ counted, so the total is close to the stripped size (the rest is ELF headers and
 With a baseline map, both columns and the difference are printed. --members LIB lists the
 largest archive members of LIB (for example libc or libstdc++).
 """
+import os
 import re
 import sys
 from collections import defaultdict
@@ -27,7 +28,9 @@ OUTPUT = re.compile(r"^(\.?[A-Za-z_][\w.]*)(\s|$)")
 
 def group_of(path):
     """(group, member) for an input file as the map names it."""
-    # Meson's thin archives name the object itself: src/net/libmyr_net.a.p/websocket.cpp.o.
+    # Meson's thin archives name the object itself: src/net/libmyr_net.a.p/websocket.cpp.o
+    # (sometimes as src/net/../core/…).
+    path = os.path.normpath(path) if "/../" in path else path
     m = re.search(r"src/(\w+)/libmyr_(\w+)\.a(?:\.p/|\()([^)]*)\)?$", path)
     if m:
         mod = m.group(1)
@@ -36,6 +39,11 @@ def group_of(path):
         return f"ours: {mod}", m.group(3)
     if "src_cli_main.cpp.o" in path:
         return "ours: cli", "main.cpp.o"
+    # With -Db_lto=true the linker sees GCC's link-time partitions, not our objects: every module
+    # and llhttp (the only other library compiled here) are mixed in them. The per-module split
+    # comes from the same build without LTO.
+    if re.search(r"\.ltrans\d*\.ltrans\.o$", path):
+        return "ours + llhttp (LTO partitions)", path.rsplit("/", 1)[-1]
     m = re.search(r"([^/]+)\.a(?:\.p/|\()([^)]*)\)?$", path)
     if m:
         lib = m.group(1)
@@ -134,7 +142,7 @@ def main(argv):
             print(f"| {g} | {kb(new[g])} | {100 * new[g] / total:.1f}% |")
         print(f"| **total (file bytes)** | **{kb(total)}** | |")
         print(f"| .bss/.tbss (memory, not file) | {kb(sum(new_bss.values()))} | |")
-    ours = sum(v for g, v in new.items() if g.startswith("ours:"))
+    ours = sum(v for g, v in new.items() if g.startswith("ours"))
     print(f"\nours: {kb(ours)} kB, libraries: {kb(total - ours)} kB")
     for lib in show:
         mem = new_members.get(lib, {})

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <elf.h>
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -150,7 +151,39 @@ bool exists(const std::string& path) {
     return ::lstat(path.c_str(), &st) == 0;
 }
 
-Process Process::spawn(const std::vector<std::string>& argv, const SpawnOptions& opts) {
+namespace {
+
+// A cross build's tests run under qemu-user (the meson exe_wrapper), and this machine has no
+// binfmt_misc entry for the target (a container cannot register one): a program of the target
+// started from a test would fail with ENOEXEC. MYRIARCH_EXEC_WRAPPER (tests/meson.build sets it in a
+// cross build, from the cross file) is put in front of argv[0] when argv[0] is an ELF file for
+// another machine than the host's; host programs (sh, openssl, node) run as they are.
+std::vector<std::string> with_exec_wrapper(const std::vector<std::string>& argv) {
+    const char* wrapper = std::getenv("MYRIARCH_EXEC_WRAPPER");
+    if (!wrapper || !*wrapper || argv.empty()) return argv;
+    unsigned char h[20] = {};
+    int fd = ::open(argv[0].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return argv;
+    ssize_t n = ::read(fd, h, sizeof h);
+    ::close(fd);
+#if defined(__aarch64__)
+    const unsigned own = EM_AARCH64;
+#else
+    const unsigned own = EM_X86_64;
+#endif
+    if (n != sizeof h || std::memcmp(h, ELFMAG, SELFMAG) != 0 || (h[18] | (h[19] << 8)) != own)
+        return argv;
+    std::vector<std::string> out;
+    std::istringstream words(wrapper);
+    for (std::string w; words >> w;) out.push_back(w);
+    out.insert(out.end(), argv.begin(), argv.end());
+    return out;
+}
+
+}  // namespace
+
+Process Process::spawn(const std::vector<std::string>& argv_in, const SpawnOptions& opts) {
+    const std::vector<std::string> argv = with_exec_wrapper(argv_in);
     Process p;
     char tmpl[] = "/tmp/myr-proc-XXXXXX";
     if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");

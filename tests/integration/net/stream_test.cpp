@@ -428,3 +428,52 @@ TEST_CASE("stream: the static binary in an empty chroot resolves by /etc/hosts a
     }
     CHECK(loop.close() == 0);
 }
+
+namespace {
+
+// Runs a client and a server session against each other in memory until both finished the
+// handshake (or one failed); false when it did not complete.
+bool handshake_in_memory(TlsSession& client, TlsSession& server) {
+    std::string plain;
+    for (int round = 0; round < 20; ++round) {
+        if (!client.pump(plain).ok() || !server.pump(plain).ok()) return false;
+        server.feed(client.take_output());
+        if (!server.pump(plain).ok()) return false;
+        client.feed(server.take_output());
+        if (client.handshake_done() && server.handshake_done()) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("tls: a client's own configuration drops its CA certificates after the handshake, a shared one keeps them") {
+    TempDir dir;
+    const TestPki pki = make_test_pki(dir.path());
+    auto server_cfg = TlsConfig::server(pki.server_cert, pki.server_key);
+    REQUIRE(server_cfg.ok());
+    for (const bool shared : {false, true}) {
+        CAPTURE(shared);
+        auto client_cfg = TlsConfig::client(pki.ca);
+        REQUIRE(client_cfg.ok());
+        std::shared_ptr<TlsConfig> kept = shared ? *client_cfg : nullptr;
+        auto client = TlsSession::client(std::move(*client_cfg), "127.0.0.1");
+        auto server = TlsSession::server(*server_cfg);
+        REQUIRE(client.ok());
+        REQUIRE(server.ok());
+        CHECK((*client)->holds_trust_anchors());
+        REQUIRE(handshake_in_memory(**client, **server));
+        CHECK((*client)->holds_trust_anchors() == shared);
+        // Application data still flows both ways once the anchors are gone.
+        REQUIRE((*client)->write("ping").ok());
+        (*server)->feed((*client)->take_output());
+        std::string got;
+        REQUIRE((*server)->pump(got).ok());
+        CHECK(got == "ping");
+        REQUIRE((*server)->write("pong").ok());
+        (*client)->feed((*server)->take_output());
+        got.clear();
+        REQUIRE((*client)->pump(got).ok());
+        CHECK(got == "pong");
+    }
+}

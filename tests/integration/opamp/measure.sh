@@ -7,6 +7,7 @@
 #     agent made, the longest delay it chose, and RSS before/after.
 set -euo pipefail
 build=$(cd "$1" && pwd)
+support=$(cd "$(dirname "$0")/../../support" && pwd)
 srv=$build/tests/servers/opamp-test-server
 drv=$build/tests/servers/opamp-agent-driver
 w=$(mktemp -d)
@@ -16,13 +17,7 @@ cd "$w"
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
 # TLS material for 127.0.0.1.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
-    -days 2 -subj /CN=ca -addext basicConstraints=critical,CA:TRUE 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout s.key -out s.csr \
-    -subj /CN=s 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\n' > s.ext
-openssl x509 -req -in s.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out s.pem -days 2 \
-    -extfile s.ext 2>/dev/null
+sh "$support/test_tls.sh" "$w"
 
 echo "== RSS =="
 mkdir -p st1 st2
