@@ -27,7 +27,7 @@ std::string UpdaterConfig::yaml() const {
            field("storageDir", storage_dir) + field("healthUrl", supervisor_health_url) +
            "container:\n" + "  supervisorCommand: [" + command + "]\n" +
            field("seedBinary", seed_binary) + field("seedPolicy", seed_policy) +
-           field("stopTimeout", stop_timeout) + field("restartDelay", restart_delay) +
+           field("stopSignal", stop_signal) + field("stopTimeout", stop_timeout) + field("restartDelay", restart_delay) +
            field("maxRestarts", max_restarts ? std::to_string(*max_restarts) : "") +
            field("restartWindow", restart_window) + field("healthListen", quote(listen));
 }

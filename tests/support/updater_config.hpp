@@ -24,6 +24,7 @@ struct UpdaterConfig {
     std::vector<std::string> supervisor_command;
     std::string seed_binary;
     std::string seed_policy;  // newest, image
+    std::string stop_signal;  // TERM, INT
     std::string stop_timeout;
     std::string restart_delay;
     std::optional<int> max_restarts;
