@@ -340,3 +340,51 @@ TEST_CASE("real server: the agent talks OpAMP with opamp-go's server and decodes
                                             << agent.err());
     CHECK(agent.stop() == 0);
 }
+
+TEST_CASE("real supervisor: USR1 and USR2 change nothing, HUP kills it and orphans its collector") {
+    // The updater forwards HUP, USR1 and USR2 to the supervisor's pid (docs/pid1.md). Upstream's
+    // main subscribes to os.Interrupt only, so Go's defaults apply to the rest.
+    const std::string t = tools();
+    if (t.empty()) return;
+    Peers p(t);
+    GoServer server(p.dir, t, {"--token", p.token});
+    p.write_peer_configs(server.ws_url());
+    plant_volume(p);
+    Process sup = Process::spawn({p.supervisor_bin(), "--config=" + p.supervisor_config()});
+    REQUIRE_MESSAGE(p.wait_collector_healthy(), sup.err());
+    REQUIRE(wait_until([&] { return supervisor_reported(server, p.versions[0]); }, 30s, 100ms));
+    const std::string collector_exe =
+        p.install + "/versions/" + p.versions[0] + "/otelcol-contrib";
+    pid_t collector = find_descendant(sup.pid(), collector_exe);
+    REQUIRE(collector > 0);
+
+    sup.signal(SIGUSR1);
+    sup.signal(SIGUSR2);
+    // Nothing may happen: the wait is the scenario.
+    std::this_thread::sleep_for(1500ms);
+    CHECK(sup.running());
+    CHECK(find_descendant(sup.pid(), collector_exe) == collector);
+    CHECK(p.get(p.collector_health_port, "/") == 200);
+
+    auto t0 = std::chrono::steady_clock::now();
+    sup.signal(SIGHUP);
+    auto st = sup.wait(10s);
+    REQUIRE_MESSAGE(st.has_value(), "the supervisor outlived HUP by 10 s");
+    const long hup_ms = since_ms(t0);
+    CHECK(WIFSIGNALED(*st));
+    CHECK(WTERMSIG(*st) == SIGHUP);
+    // The opamp extension's parent-pid poll (every 5 s) does not stop the orphan: it keeps
+    // running, so only the updater's KILL of the crashed group (child_service.cpp,
+    // unexpected_end) frees its ports for the restart. The wait is the scenario.
+    std::this_thread::sleep_for(12s);
+    const bool orphan_alive = !gone(collector);
+    const int by = WIFSIGNALED(*st) ? WTERMSIG(*st) : 0;
+    MESSAGE("HUP: supervisor killed by signal " << by << " after " << hup_ms
+                                                << " ms; orphaned collector running 12 s later: "
+                                                << orphan_alive);
+    CHECK(orphan_alive);
+    // What the updater does after an unexpected end: KILL the group, which outlives its leader
+    // (the collector is still in it).
+    CHECK(::kill(-sup.pid(), SIGKILL) == 0);
+    CHECK(wait_until([&] { return gone(collector); }, 10s));
+}
