@@ -303,9 +303,19 @@ TEST_CASE("real server: the agent talks OpAMP with opamp-go's server and decodes
     const std::string t = tools();
     if (t.empty()) return;
     TempDir dir;
-    GoServer server(dir, t, {"--token", "interop-token"});
     write_file(dir / "token", "interop-token\n", 0600);
-    opamp::Driver agent(dir, server.ws_url(), {"--token-file", dir / "token", "--allow-insecure"});
+    std::vector<std::string> server_args{"--token", "interop-token"};
+    std::vector<std::string> agent_args{"--token-file", dir / "token"};
+    bool tls = false;
+    SUBCASE("ws://") { agent_args.push_back("--allow-insecure"); }
+    SUBCASE("wss:// with the test CA") { tls = true; }
+    if (tls) {
+        auto m = opamp::TlsMaterial::make(dir);
+        server_args.insert(server_args.end(), {"--tls-cert", m.cert, "--tls-key", m.key});
+        agent_args.insert(agent_args.end(), {"--ca-file", m.ca});
+    }
+    GoServer server(dir, t, server_args);
+    opamp::Driver agent(dir, tls ? server.wss_url() : server.ws_url(), agent_args);
     REQUIRE_MESSAGE(wait_until([&] { return !server.from("myriarch-updater").empty(); }, 20s),
                     agent.err() << server.err());
     auto first = server.from("myriarch-updater").front();
