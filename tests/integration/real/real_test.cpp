@@ -268,6 +268,8 @@ TEST_CASE("real collector: the preflight's validate costs, next to the running c
     std::this_thread::sleep_for(3s);
     const long running_rss = proc_kib(collector, "VmRSS:");
     const long running_hwm = proc_kib(collector, "VmHWM:");
+    const long supervisor_rss = proc_kib(sup.pid(), "VmRSS:");
+    const long supervisor_hwm = proc_kib(sup.pid(), "VmHWM:");
 
     // The preflight runs the NEW binary against the effective config the supervisor wrote;
     // three runs, the worst counts (the budget is for the peak).
@@ -288,7 +290,8 @@ TEST_CASE("real collector: the preflight's validate costs, next to the running c
     }
     MESSAGE("validate peak RSS " << worst_kib << " KiB, " << worst_s
                                  << " s (worst of 3); running collector VmRSS " << running_rss
-                                 << " KiB, VmHWM " << running_hwm << " KiB");
+                                 << " KiB, VmHWM " << running_hwm << " KiB; supervisor VmRSS "
+                                 << supervisor_rss << " KiB, VmHWM " << supervisor_hwm << " KiB");
     CHECK(worst_kib > 0);
     CHECK(running_rss > 0);
     // A broken config must fail validate, or the preflight would pass anything.
