@@ -12,6 +12,7 @@ struct UpdaterConfig {
     // server
     std::string endpoint = "ws://127.0.0.1:1/v1/opamp";  // nothing listens: the agent retries
     std::string enrollment_token_file;
+    std::string ca_file;
     // update
     bool require_signature = false;
     // collector

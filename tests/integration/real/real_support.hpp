@@ -113,6 +113,10 @@ struct Peers {
     std::string base_config() const { return dir / "collector-base.yaml"; }
     std::string updater_config() const { return dir / "updater.yaml"; }
     std::string effective_config() const { return storage + "/effective.yaml"; }
+    // versions/<first version>/otelcol-contrib, the collector's executable once seeded.
+    std::string first_binary() const {
+        return install + "/versions/" + versions[0] + "/otelcol-contrib";
+    }
 
     // The collector's own config: OTLP in, debug out, health_check; its metrics endpoint off,
     // since the default :8888 would collide with every other collector on the machine.
@@ -161,9 +165,11 @@ struct Peers {
                    "    level: info\n");
     }
 
-    void write_updater(const std::string& endpoint, const std::string& stop_signal = "") const {
+    void write_updater(const std::string& endpoint, const std::string& stop_signal = "",
+                       const std::string& ca_file = "") const {
         UpdaterConfig c;
         c.endpoint = endpoint;
+        c.ca_file = ca_file;
         c.enrollment_token_file = dir / "token";
         c.install_dir = install;
         c.state_dir = state;
@@ -200,9 +206,10 @@ struct Peers {
     bool wait_collector_healthy(Millis t = 90s) const {
         return wait_until([&] { return get(collector_health_port, "/") == 200; }, t, 100ms);
     }
-    void write_peer_configs(const std::string& endpoint) const {
+    // With `ca_file`, the supervisor trusts that CA for wss:// (its server.tls.ca_file).
+    void write_peer_configs(const std::string& endpoint, const std::string& ca_file = "") const {
         write_base();
-        write_supervisor(endpoint);
+        write_supervisor(endpoint, ca_file.empty() ? "" : "  tls:\n    ca_file: " + ca_file + "\n");
     }
 
     TempDir dir;

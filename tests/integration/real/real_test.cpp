@@ -67,6 +67,15 @@ void plant_volume(const Peers& p) {
             0);
 }
 
+// The supervisor run straight from the test (in its own process group) on a planted volume, once
+// its collector serves.
+Process supervise(const Peers& p) {
+    plant_volume(p);
+    Process sup = Process::spawn({p.supervisor_bin(), "--config=" + p.supervisor_config()});
+    REQUIRE_MESSAGE(p.wait_collector_healthy(), sup.err());
+    return sup;
+}
+
 }  // namespace
 
 TEST_CASE("real: the updater as PID 1 runs the real supervisor, which runs the real collector") {
@@ -74,14 +83,29 @@ TEST_CASE("real: the updater as PID 1 runs the real supervisor, which runs the r
     const std::string t = tools();
     if (t.empty()) return;
     Peers p(t);
-    GoServer server(p.dir, t, {"--token", p.token});
-    p.write_peer_configs(server.ws_url());
-    // The default stop signal, and the one the real supervisor stops in order on.
+    // The default stop signal, and the one the real supervisor stops in order on; and both
+    // agents over wss:// with the test CA.
     std::string stop_signal;
+    bool tls = false;
     SUBCASE("container.stopSignal TERM (the default)") { stop_signal = ""; }
     SUBCASE("container.stopSignal INT") { stop_signal = "INT"; }
+    SUBCASE("container.stopSignal INT, both agents over wss://") {
+        stop_signal = "INT";
+        tls = true;
+    }
     CAPTURE(stop_signal);
-    p.write_updater(server.ws_url(), stop_signal);
+    CAPTURE(tls);
+    std::vector<std::string> server_args{"--token", p.token};
+    std::string ca;
+    if (tls) {
+        auto m = opamp::TlsMaterial::make(p.dir);
+        server_args.insert(server_args.end(), {"--tls-cert", m.cert, "--tls-key", m.key});
+        ca = m.ca;
+    }
+    GoServer server(p.dir, t, server_args);
+    const std::string endpoint = tls ? server.wss_url() : server.ws_url();
+    p.write_peer_configs(endpoint, ca);
+    p.write_updater(endpoint, stop_signal, ca);
 
     const auto started = std::chrono::steady_clock::now();
     Updater u(p.updater_config());
@@ -169,8 +193,7 @@ StopSeen observe_stop(const std::string& t, int sig) {
     GoServer server(p.dir, t, {"--token", p.token});
     p.write_peer_configs(server.ws_url());
     plant_volume(p);
-    const std::string collector_exe =
-        p.install + "/versions/" + p.versions[0] + "/otelcol-contrib";
+    const std::string collector_exe = p.first_binary();
     std::optional<Process> sup;
     sup.emplace(Process::spawn({p.supervisor_bin(), "--config=" + p.supervisor_config()}));
     auto logs = [&] {
@@ -254,14 +277,9 @@ TEST_CASE("real collector: the preflight's validate costs, next to the running c
     Peers p(t);
     GoServer server(p.dir, t, {"--token", p.token});
     p.write_peer_configs(server.ws_url());
-    plant_volume(p);
-    Process sup = Process::spawn({p.supervisor_bin(), "--config=" + p.supervisor_config()});
-    REQUIRE_MESSAGE(
-        p.wait_collector_healthy(),
-        sup.err());
+    Process sup = supervise(p);
     REQUIRE(wait_until([&] { return exists(p.effective_config()); }, 30s));
-    const std::string collector_exe =
-        p.install + "/versions/" + p.versions[0] + "/otelcol-contrib";
+    const std::string collector_exe = p.first_binary();
     pid_t collector = find_descendant(sup.pid(), collector_exe);
     REQUIRE(collector > 0);
     // Settle: the figure wanted is the steady collector, not its first second.
@@ -362,12 +380,9 @@ TEST_CASE("real supervisor: USR1 and USR2 change nothing, HUP kills it and orpha
     Peers p(t);
     GoServer server(p.dir, t, {"--token", p.token});
     p.write_peer_configs(server.ws_url());
-    plant_volume(p);
-    Process sup = Process::spawn({p.supervisor_bin(), "--config=" + p.supervisor_config()});
-    REQUIRE_MESSAGE(p.wait_collector_healthy(), sup.err());
+    Process sup = supervise(p);
     REQUIRE(wait_until([&] { return supervisor_reported(server, p.versions[0]); }, 30s, 100ms));
-    const std::string collector_exe =
-        p.install + "/versions/" + p.versions[0] + "/otelcol-contrib";
+    const std::string collector_exe = p.first_binary();
     pid_t collector = find_descendant(sup.pid(), collector_exe);
     REQUIRE(collector > 0);
 
