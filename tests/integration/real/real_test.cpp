@@ -381,6 +381,12 @@ TEST_CASE("real supervisor: USR1 and USR2 change nothing, HUP kills it and orpha
     GoServer server(p.dir, t, {"--token", p.token});
     p.write_peer_configs(server.ws_url());
     Process sup = supervise(p);
+    // After HUP the group outlives its reaped leader, which Process no longer cleans up: a failed
+    // check below must not leave the orphaned collector holding the test's ports.
+    struct GroupKill {
+        pid_t pgid;
+        ~GroupKill() { ::kill(-pgid, SIGKILL); }
+    } group_kill{sup.pid()};
     REQUIRE(wait_until([&] { return supervisor_reported(server, p.versions[0]); }, 30s, 100ms));
     const std::string collector_exe = p.first_binary();
     pid_t collector = find_descendant(sup.pid(), collector_exe);
