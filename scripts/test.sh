@@ -46,6 +46,25 @@ if ! (cd tests/integration/packaging && npm install --no-audit --no-fund --logle
     [ "$strict" = 1 ] && logs+=("STAGE-FAILED:setup:npm install in tests/integration/packaging failed")
 fi
 
+# The real upstream peers for suite `real` (tests/real/build-tools.sh: the OpAMP Supervisor, a
+# collector and an opamp-go server from their pinned Go modules, cached under ~/.cache/myriarch;
+# a few minutes on a fresh machine, seconds when cached). Without a Go toolchain the suite's cases
+# skip (fail in strict mode); a build that fails is a failure in any mode.
+real_tools_ok=1
+if [[ " $stages " == *" static "* ]]; then
+    echo "== setup: real peers (tests/real/build-tools.sh)" >&2
+    if real_out=$(bash tests/real/build-tools.sh 2>/tmp/myr-real-tools.log); then
+        export MYR_REAL_TOOLS=${real_out##*MYR_REAL_TOOLS=}
+        tail -1 /tmp/myr-real-tools.log >&2
+    elif [ $? -eq 77 ]; then
+        tail -1 /tmp/myr-real-tools.log >&2  # no Go: the cases report their skips themselves
+    else
+        real_tools_ok=0
+        tail -20 /tmp/myr-real-tools.log >&2
+        logs+=("STAGE-FAILED:setup:tests/real/build-tools.sh failed: see /tmp/myr-real-tools.log")
+    fi
+fi
+
 setup() {  # dir, meson options...
     local dir=$1; shift
     if [ -d "$dir" ]; then
@@ -94,11 +113,15 @@ for stage in $stages; do
             # assertions are about time (latency, timeouts) and the slow 300 MB ones, so that
             # neither disturbs the other on a 2-core machine.
             run_tests static build/static static-parallel --num-processes "$jobs" --timeout-multiplier 2 \
-                --no-suite timing --no-suite slow --no-suite fuzz --no-suite packaging
+                --no-suite timing --no-suite slow --no-suite fuzz --no-suite packaging --no-suite real
             run_tests static build/static static-timing --num-processes 1 --timeout-multiplier 2 \
                 --suite timing
             run_tests static build/static static-slow --num-processes 1 --timeout-multiplier 2 \
                 --suite slow
+            # The real supervisor, collector and opamp-go server (tests/integration/real), alone:
+            # their start-up and stop timings are among what the suite measures.
+            [ "$real_tools_ok" = 1 ] && run_tests static build/static static-real --num-processes 1 \
+                --timeout-multiplier 2 --suite real
             # The image, the chart and its pod under podman (tests/integration/packaging).
             run_tests static build/static static-packaging --num-processes 1 --timeout-multiplier 2 \
                 --suite packaging

@@ -78,11 +78,15 @@ struct Supervisor {
 };
 
 enum class SeedPolicy { newest, image };
+// The signal the supervisor's process group gets at shutdown (docs/real-peers.md: the upstream
+// supervisor shuts down in order on INT only; TERM kills it at once).
+enum class StopSignal { term, interrupt };
 
 struct Container {
     std::vector<std::string> supervisor_command;  // required, non-empty
     std::string seed_binary;                      // required, absolute
     SeedPolicy seed_policy = SeedPolicy::newest;
+    StopSignal stop_signal = StopSignal::term;
     Duration stop_timeout = std::chrono::seconds(30);
     Duration restart_delay = std::chrono::seconds(2);
     uint32_t max_restarts = 5;

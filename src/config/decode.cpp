@@ -483,6 +483,8 @@ void Schema::root(const Node& root) {
             {"seedBinary", abs_path(ct.seed_binary, true)},
             {"seedPolicy", choice<SeedPolicy>(ct.seed_policy, {{"newest", SeedPolicy::newest},
                                                                {"image", SeedPolicy::image}})},
+            {"stopSignal", choice<StopSignal>(ct.stop_signal, {{"TERM", StopSignal::term},
+                                                               {"INT", StopSignal::interrupt}})},
             {"stopTimeout", duration(ct.stop_timeout, false)},
             {"restartDelay", duration(ct.restart_delay, false)},
             {"maxRestarts", uint(ct.max_restarts, 1)},

@@ -182,6 +182,7 @@ std::string render_effective(const Config& cfg) {
         line(i1, "supervisorCommand", list_text(k.supervisor_command));
         line(i1, "seedBinary", quote(k.seed_binary));
         line(i1, "seedPolicy", k.seed_policy == SeedPolicy::newest ? "newest" : "image");
+        line(i1, "stopSignal", k.stop_signal == StopSignal::term ? "TERM" : "INT");
         line(i1, "stopTimeout", format_duration(k.stop_timeout));
         line(i1, "restartDelay", format_duration(k.restart_delay));
         line(i1, "maxRestarts", std::to_string(k.max_restarts));

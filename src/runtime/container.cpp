@@ -15,6 +15,7 @@ namespace {
 service::ChildSettings child_settings(const config::Container& c) {
     service::ChildSettings s;
     s.command = c.supervisor_command;
+    s.stop_signal = c.stop_signal == config::StopSignal::interrupt ? SIGINT : SIGTERM;
     s.stop_timeout = c.stop_timeout;
     s.restart = {c.restart_delay, c.max_restarts, c.restart_window};
     return s;

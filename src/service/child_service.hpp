@@ -18,6 +18,8 @@
 
 #include <sys/types.h>
 
+#include <csignal>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,6 +34,8 @@ namespace myr::service {
 
 struct ChildSettings {
     std::vector<std::string> command;
+    // The signal a stop sends to the child's process group first; KILL follows after stop_timeout.
+    int stop_signal = SIGTERM;
     Duration stop_timeout = std::chrono::seconds(30);
     RestartSettings restart;
 };

@@ -23,7 +23,14 @@
 //   --exit-code C         FAKE_SUP_EXIT_CODE      …with this code (default 0)
 //   --ignore-term         FAKE_SUP_IGNORE_TERM=1  record TERM but keep running
 //   --pid-file F          FAKE_SUP_PID_FILE       write our pid (as we see it) to F
+//   --upstream-signals    FAKE_SUP_UPSTREAM_SIGNALS=1  take signals as the upstream supervisor
+//                                                 (v0.149.0, docs/real-peers.md) does: INT stops
+//                                                 the agent and exits 0; TERM and HUP kill us at
+//                                                 once (Go's default action), leaving the agent
+//                                                 running; USR1/USR2 are ignored
 // Without --exit-after it runs until TERM/INT. Plain POSIX: a poll loop with a self-pipe.
+// Without --upstream-signals, TERM stops in order like INT and HUP is only recorded: the tests of
+// the updater's signal forwarding need a child that survives them; the real one does not.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -137,7 +144,8 @@ void write_persistent_state(const std::string& dir, bool rewrite) {
     std::string tmp = path + ".tmp";
     int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return;
-    std::string body = "instance_id: " + uuid_v7() + "\n";
+    // The real supervisor writes this second key too: the updater's reader must skip it.
+    std::string body = "instance_id: " + uuid_v7() + "\nlast_remote_config_status: null\n";
     (void)!write(fd, body.data(), body.size());
     fsync(fd);
     close(fd);
@@ -223,6 +231,7 @@ int main(int argc, char** argv) {
     std::string exit_after = opt(argc, argv, "exit-after", "FAKE_SUP_EXIT_AFTER");
     int exit_code = std::atoi(opt(argc, argv, "exit-code", "FAKE_SUP_EXIT_CODE").c_str());
     bool ignore_term = has_flag(argc, argv, "ignore-term", "FAKE_SUP_IGNORE_TERM");
+    bool upstream = has_flag(argc, argv, "upstream-signals", "FAKE_SUP_UPSTREAM_SIGNALS");
 
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -281,6 +290,10 @@ int main(int argc, char** argv) {
                 continue;
             }
             append_line(signals_file, sig_name(sig));
+            if (upstream && (sig == SIGTERM || sig == SIGHUP)) {
+                signal(sig, SIG_DFL);
+                raise(sig);
+            }
             if (sig == SIGTERM || sig == SIGINT) {
                 if (ignore_term) continue;
                 if (agent_pid > 0) {

@@ -20,14 +20,15 @@ std::string UpdaterConfig::yaml() const {
     std::string command;
     for (const auto& a : supervisor_command) command += (command.empty() ? "" : ", ") + quote(a);
     std::string listen = health_port ? "127.0.0.1:" + std::to_string(health_port) : "";
-    return "server:\n" + field("endpoint", endpoint) +
+    return "server:\n" + field("endpoint", endpoint) + field("caFile", ca_file) +
            field("enrollmentTokenFile", enrollment_token_file) + "update:\n" +
            field("requireSignature", require_signature ? "true" : "false") + "collector:\n" +
            field("installDir", install_dir) + field("stateDir", state_dir) + "supervisor:\n" +
            field("storageDir", storage_dir) + field("healthUrl", supervisor_health_url) +
            "container:\n" + "  supervisorCommand: [" + command + "]\n" +
            field("seedBinary", seed_binary) + field("seedPolicy", seed_policy) +
-           field("stopTimeout", stop_timeout) + field("restartDelay", restart_delay) +
+           field("stopSignal", stop_signal) + field("stopTimeout", stop_timeout) +
+           field("restartDelay", restart_delay) +
            field("maxRestarts", max_restarts ? std::to_string(*max_restarts) : "") +
            field("restartWindow", restart_window) + field("healthListen", quote(listen));
 }

@@ -12,6 +12,7 @@ struct UpdaterConfig {
     // server
     std::string endpoint = "ws://127.0.0.1:1/v1/opamp";  // nothing listens: the agent retries
     std::string enrollment_token_file;
+    std::string ca_file;
     // update
     bool require_signature = false;
     // collector
@@ -24,6 +25,7 @@ struct UpdaterConfig {
     std::vector<std::string> supervisor_command;
     std::string seed_binary;
     std::string seed_policy;  // newest, image
+    std::string stop_signal;  // TERM, INT
     std::string stop_timeout;
     std::string restart_delay;
     std::optional<int> max_restarts;

@@ -179,6 +179,30 @@ TEST_CASE("container: HUP, USR1 and USR2 reach the child; TERM stops it and exit
     CHECK(u.log().find("restart scheduled") == std::string::npos);
 }
 
+TEST_CASE("container: stopSignal reaches an upstream-like supervisor's group; both end in exit 0") {
+    // The stand-in in upstream mode dies of TERM (as the real supervisor does) and stops in order
+    // on INT (tests/integration/real observes the real one).
+    if (!can_run_pid1()) return;
+    for (const char* sig : {"TERM", "INT"}) {
+        CAPTURE(sig);
+        TempDir dir;
+        UpdaterConfig s = settings(dir);
+        s.supervisor_command = {fake_supervisor(), "--upstream-signals", "--signals-file",
+                                dir / "signals", "--agent", env_path("MYRIARCH_FAKE_OTELCOL")};
+        s.stop_signal = sig;
+        Updater u = start(dir, s);
+        REQUIRE(wait_until(
+            [&] { return u.out().find("fake-opampsupervisor: started") != std::string::npos; },
+            10s));
+        CHECK(u.stop() == 0);
+        CHECK(read_file(dir / "signals") == std::string(sig) + "\n");
+        // TERM: the leader died of it; INT: it exited after stopping its agent.
+        CHECK_MESSAGE(last_child_end(u.log()).signal == (std::string(sig) == "TERM" ? SIGTERM : 0),
+                      u.log());
+        CHECK(u.log().find("child did not stop in time") == std::string::npos);
+    }
+}
+
 TEST_CASE("container: a second TERM during shutdown does not skip the stop sequence") {
     if (!can_run_pid1()) return;
     TempDir dir;

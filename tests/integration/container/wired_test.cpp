@@ -249,7 +249,9 @@ TEST_CASE(
     std::string yaml;
     REQUIRE(wait_until(
         [&] { return !(yaml = read_file(rig.storage + "/persistent_state.yaml")).empty(); }, 20s));
-    std::string collector_uid = yaml.substr(yaml.find(':') + 1);
+    // Its first line: like the real one, the stand-in writes more keys after instance_id.
+    std::string collector_uid = yaml.substr(0, yaml.find('\n'));
+    collector_uid = collector_uid.substr(collector_uid.find(':') + 1);
     collector_uid.erase(0, collector_uid.find_first_not_of(" \""));
     collector_uid.erase(collector_uid.find_last_not_of(" \"\n") + 1);
     auto latest = [&](auto pred) {

@@ -92,6 +92,7 @@ TEST_CASE("config: a container section takes its defaults for omitted keys") {
     Config c = expect_ok(kContainer, Mode::container);
     REQUIRE(c.container.has_value());
     CHECK(c.container->seed_policy == SeedPolicy::newest);
+    CHECK(c.container->stop_signal == StopSignal::term);  // the spec's default
     CHECK(c.container->stop_timeout == 30s);
     CHECK(c.container->restart_delay == 2s);
     CHECK(c.container->max_restarts == 5);
@@ -143,6 +144,7 @@ TEST_CASE("config: every key is parsed into its type") {
         "  supervisorCommand: [/bin/sup, --x]\n"
         "  seedBinary: /shared/c\n"
         "  seedPolicy: image\n"
+        "  stopSignal: INT\n"
         "  stopTimeout: 500ms\n"
         "  restartDelay: 1s\n"
         "  maxRestarts: 1\n"
@@ -186,6 +188,7 @@ TEST_CASE("config: every key is parsed into its type") {
     CHECK(c.container->supervisor_command == std::vector<std::string>{"/bin/sup", "--x"});
     CHECK(c.container->seed_binary == "/shared/c");
     CHECK(c.container->seed_policy == SeedPolicy::image);
+    CHECK(c.container->stop_signal == StopSignal::interrupt);
     CHECK(c.container->stop_timeout == 500ms);
     CHECK(c.container->restart_delay == 1s);
     CHECK(c.container->max_restarts == 1);
@@ -243,6 +246,7 @@ const KeyCase kKeys[] = {
     {"container", "supervisorCommand", "expected a list of strings"},
     {"container", "seedBinary", "expected an absolute path"},
     {"container", "seedPolicy", "expected newest or image"},
+    {"container", "stopSignal", "expected TERM or INT"},
     {"container", "stopTimeout", "expected a duration"},
     {"container", "restartDelay", "expected a duration"},
     {"container", "maxRestarts", "expected an integer"},

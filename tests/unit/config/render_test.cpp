@@ -55,6 +55,7 @@ TEST_CASE("config: the effective configuration loads again to an equal config") 
         "  seedBinary: /s\n"
         "  seedPolicy: image\n"
         "  healthListen: \"\"\n"
+        "  stopSignal: INT\n"
         "  stopTimeout: 1ms\n"
         "log: {level: error, format: json}\n");
     check_round_trip(odd, Mode::any);

@@ -103,6 +103,22 @@ TEST_CASE("child service: a child ignoring TERM gets KILL after stopTimeout") {
     CHECK(rig.child.state() == State::stopped);
 }
 
+TEST_CASE("child service: container.stopSignal INT goes to the group first, KILL still follows") {
+    // The upstream supervisor shuts down in order only on INT (docs/real-peers.md).
+    ChildSettings s = settings();
+    s.stop_signal = SIGINT;
+    Rig rig(s);
+    REQUIRE(rig.start().ok());
+    const pid_t pid = rig.child.pid();
+    rig.child.stop([](Status) {});
+    CHECK(rig.signals_to(-pid) == std::vector<int>{SIGINT});
+    rig.sched.advance(30s);
+    CHECK(rig.signals_to(-pid) == std::vector<int>{SIGINT, SIGKILL});
+    rig.procs.end(pid, FakeProcesses::killed_by(SIGKILL));
+    rig.sched.run_pending();
+    CHECK(rig.child.state() == State::stopped);
+}
+
 TEST_CASE("child service: an unexpected end restarts after the delay, doubling each time") {
     Rig rig(settings(2s, 10));
     REQUIRE(rig.start().ok());

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds the real upstream peers for tests/integration/real from our main modules in this folder
+# (pinned in go.mod: the OpAMP Supervisor, a small collector distribution twice with two version
+# strings, an opamp-go server) and caches them under ~/.cache/myriarch/real-tools/<key>/, where
+# <key> hashes the Go version, go.mod, go.sum, the main.go files and the version strings below. A
+# cached key is reused without running Go at all.
+#
+#   bash tests/real/build-tools.sh      prints MYR_REAL_TOOLS=<dir> as its last line
+#
+# Exit 0: built or cached. Exit 77: no Go toolchain (the tests then skip, or fail in strict mode).
+# Exit 1: the build failed; the Go output says which module (e.g. a proxy that refuses a version).
+# Module downloads and the build cache live under ~/.cache/myriarch/go so that reruns are quick;
+# `go mod download` is run on its own first so that the cold-build time splits into download and
+# compile (printed on stderr).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# The two versions the collector is built with; "-myr" marks them as ours, not an upstream build.
+COLLECTOR_V1=0.149.0-myr1
+COLLECTOR_V2=0.149.0-myr2
+
+go=${MYR_GO:-$(command -v go || echo /usr/local/go/bin/go)}
+if ! [ -x "$go" ]; then
+    echo "build-tools: no Go toolchain (looked for go on PATH and /usr/local/go/bin/go): the real-peer tests will skip" >&2
+    exit 77
+fi
+cache=${MYR_REAL_CACHE:-$HOME/.cache/myriarch}
+export GOMODCACHE=$cache/go/mod GOCACHE=$cache/go/build GOFLAGS="-p=${MYR_GO_PROCS:-2} -buildvcs=false -mod=readonly"
+export GOTOOLCHAIN=local CGO_ENABLED=0
+
+key=$( { "$go" version; echo "$COLLECTOR_V1 $COLLECTOR_V2"
+         cd "$here" && cat go.mod go.sum supervisor/main.go otelcol/main.go opampserver/main.go; } |
+       sha256sum | cut -c1-16)
+out=$cache/real-tools/$key
+mkdir -p "$cache/real-tools"
+exec 9>"$cache/real-tools/.lock"
+flock 9  # two test runs at once build once; the second waits and finds the result
+if [ -x "$out/opampsupervisor" ] && [ -x "$out/otelcol-2" ] && [ -x "$out/opampserver" ]; then
+    echo "build-tools: cached in $out" >&2
+    echo "MYR_REAL_TOOLS=$out"
+    exit 0
+fi
+
+tmp=$out.tmp.$$
+rm -rf "$tmp" && mkdir -p "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+cd "$here"
+t0=$(date +%s)
+nice "$go" mod download
+t1=$(date +%s)
+nice "$go" build -trimpath -o "$tmp/opampsupervisor" ./supervisor
+nice "$go" build -trimpath -o "$tmp/opampserver" ./opampserver
+nice "$go" build -trimpath -ldflags "-X main.version=$COLLECTOR_V1" -o "$tmp/otelcol-1" ./otelcol
+nice "$go" build -trimpath -ldflags "-X main.version=$COLLECTOR_V2" -o "$tmp/otelcol-2" ./otelcol
+t2=$(date +%s)
+printf '%s\n%s\n' "$COLLECTOR_V1" "$COLLECTOR_V2" >"$tmp/collector-versions"
+rm -rf "$out" && mv "$tmp" "$out"
+trap - EXIT
+echo "build-tools: built in $out (module download $((t1 - t0)) s, compile $((t2 - t1)) s)" >&2
+echo "MYR_REAL_TOOLS=$out"
