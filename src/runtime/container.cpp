@@ -272,6 +272,7 @@ void ContainerRuntime::start_installer(const journal::SeedOutcome& seeded) {
     const auto& in = volume_->installed;
     installer_->set_active(seeded.active_version,
                            in && in->version == seeded.active_version ? in->package_hash : "");
+    if (in) installer_->restore(*in);
     packages_ = std::make_unique<PackageAdapter>(*installer_);
 }
 

@@ -29,7 +29,7 @@ inline constexpr Duration kSeedVersionTimeout = std::chrono::seconds(30);
 struct OpenVolume {
     store::Volume store;
     journal::Journal journal;
-    // packages.json as found at start: the package hash installed with the active version.
+    // packages.json as found at start: the statuses of the last offer and what it installed.
     std::optional<update::Installed> installed;
 };
 using SharedVolume = std::shared_ptr<OpenVolume>;

@@ -81,6 +81,48 @@ void Installer::set_last_attempt(Attempt a) {
     last_attempt_ = std::move(a);
 }
 
+void Installer::restore(Installed in) {
+    // The hash stands for "this is installed" only while its version is still the one `current`
+    // names: seeding may have activated the image's version since.
+    bool still_active = !in.version.empty() && in.version == active_;
+    if (!still_active) {
+        in.all_packages_hash.clear();
+        in.name.clear();
+        in.version.clear();
+        in.package_hash.clear();
+    }
+    // A repeat is nothing to do only while the statuses say Installed: after a failed offer the
+    // installed one offered again must be answered Installed, so it goes through Checking (which
+    // finds it active and intact, without a download).
+    bool says_installed =
+        in.statuses.empty() || in.statuses[in.top_index].code == Code::installed;
+    restored_hash_ = says_installed ? in.all_packages_hash : "";
+    if (!in.statuses.empty()) {
+        report_.packages = in.statuses;
+        report_.all_packages_hash = in.all_packages_hash;
+        report_.error.clear();
+        // What the collector runs now, which after seeding is not what was reported before.
+        PackageReport& top = report_.packages[in.top_index];
+        top.agent_has_version = active_;
+        top.agent_has_hash = active_hash_;
+        log::info("update: statuses of the last offer restored",
+                  {{"version", top.offered_version},
+                   {"status", to_string(top.code)},
+                   {"all_packages_hash", hexs(report_.all_packages_hash)}});
+    }
+    last_installed_ = std::move(in);
+}
+
+// packages.json at the end of an offer that failed: its statuses, with the package and the
+// all_packages_hash of the last one Installed (the server is told that hash only for what really
+// got installed).
+Installed Installer::ended_packages() const {
+    Installed out = last_installed_.value_or(Installed{});
+    out.statuses = report_.packages;
+    out.top_index = top_index_;
+    return out;
+}
+
 std::string Installer::key_of(const Offer& o) const {
     for (const OfferedPackage& p : o.packages) {
         if (!p.top_level) continue;
@@ -122,6 +164,15 @@ void Installer::offer(Offer o) {
     if (!key.empty() && key == done_key_ && o.all_packages_hash == report_.all_packages_hash) {
         return;  // unchanged since it was brought to an end
     }
+    // The offer Installed before a restart, offered again: nothing to do (the same rule as above,
+    // from packages.json, which has no offer key).
+    if (!restored_hash_.empty() && o.all_packages_hash == restored_hash_) {
+        log::info("update: offer already installed",
+                  {{"version", last_installed_->version},
+                   {"all_packages_hash", hexs(restored_hash_)}});
+        return;
+    }
+    restored_hash_.clear();
     accept(std::move(o));
     if (!pkg_) {
         publish();  // nothing to install: only the answers for the other packages
@@ -357,10 +408,12 @@ void Installer::work(State s) {
             VolumeOps::Finish f;
             f.clear_journal = true;
             f.attempt = attempt("installed", "");
-            f.installed = installed;
+            Installed packages{offer_->all_packages_hash, pkg_->name,         active_,
+                               active_hash_,              installed.packages, top_index_};
+            f.packages = packages;
             f.gc = true;
             step_ = ports_.volume.finish(
-                std::move(f), bound([this, installed](Status st) {
+                std::move(f), bound([this, installed, packages](Status st) {
                     if (!st) {
                         // The journal may still name the install: the next start would switch
                         // back, so Installed would be a promise the volume does not keep.
@@ -369,6 +422,7 @@ void Installer::work(State s) {
                         return post(Event::failed);
                     }
                     last_attempt_ = attempt("installed", "");
+                    last_installed_ = packages;
                     report_ = installed;
                     done_key_ = key_of(*offer_);
                     publish();
@@ -388,6 +442,7 @@ void Installer::work(State s) {
                 f.attempt = attempt("failed", reason_);
                 last_attempt_ = f.attempt;
             }
+            if (!cancelled_) f.packages = ended_packages();
             step_ = ports_.volume.finish(std::move(f), bound([this](Status st) {
                 if (!st) {
                     log::warn("update: clean-up after a failed install",
@@ -426,6 +481,7 @@ void Installer::work(State s) {
             last_attempt_ = f.attempt;
             set_status(Code::install_failed, why);
             done_key_ = key_of(*offer_);
+            f.packages = ended_packages();
             step_ = ports_.volume.finish(std::move(f), bound([this](Status st) {
                 if (!st) {
                     log::warn("update: clean-up after a rollback",
