@@ -7,7 +7,7 @@
 #
 # Usage: tests/bench/install.sh [BUILD_DIR]        (default: build/static)
 # Environment: ROUNDS (default 3), SIZE_MB (default 200), SMALL_MB (default 20), BENCH_DIR
-# (default: a new dir under /var/tmp; removed at the end).
+# (default: a new dir under /var/tmp; removed at the end unless KEEP=1).
 #
 # The release is fake-otelcol grown to SIZE_MB by random bytes put before its trailer (which must
 # stay last, as Rig::image does with zeros): random bytes do not compress, so the archive really is
@@ -42,7 +42,7 @@ pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
-    rm -rf "$base"
+    [ "${KEEP:-0}" = 1 ] || rm -rf "$base"
 }
 trap cleanup EXIT INT TERM
 mkdir -p "$base/art" "$base/pki"
@@ -171,7 +171,9 @@ Y
         sleep 0.1
     done
     local pid1
-    pid1=$(cat /proc/$unshare_pid/task/*/children | head -n 1)
+    pid1=$(cut -d' ' -f1 "/proc/$unshare_pid/task/$unshare_pid/children")
+    # unshare does not pass a TERM on: the cleanup must reach the updater itself.
+    pids+=("$pid1")
     rm -f "$d/stop"
     python3 "$here/tests/bench/healthz_probe.py" "$hport" "$d/stop" > "$d/hz.out" &
     local probe_pid=$!
