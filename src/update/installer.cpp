@@ -221,8 +221,12 @@ void Installer::post(Event ev, std::string reason) {
         std::abort();
     }
     if (*n == state_) {
-        if (ev == Event::shutdown) log::info("update: shutdown waits for the critical section",
-                                             {{"state", to_string(state_)}});
+        // Outside the critical section a shutdown leaves the state as it is (idle, or an install
+        // dropped where it is): only inside it does the shutdown wait.
+        if (ev == Event::shutdown && critical(state_)) {
+            log::info("update: shutdown waits for the critical section",
+                      {{"state", to_string(state_)}});
+        }
         return;
     }
     if (ev == Event::failed) {
@@ -348,14 +352,7 @@ void Installer::work(State s) {
             step_ = ports_.preflight.run(
                 std::move(req), bound([this](Result<stage::PreflightReport> r) {
                     if (!r) return post(Event::failed, "preflight: " + r.error().message());
-                    // The spec asks operators to budget memory for two collectors: show the peak.
-                    log::info("update: preflight passed",
-                              {{"version", pkg_->version},
-                               {"peak_rss_kib", r->peak_rss_kib},
-                               {"validate_ms", static_cast<int64_t>(
-                                                   std::chrono::duration_cast<
-                                                       std::chrono::milliseconds>(r->validate_time)
-                                                       .count())}});
+                    // Its peak memory is in the preflight's own line ("preflight passed").
                     post(Event::done);
                 }));
             return;
@@ -777,7 +774,7 @@ void Installer::log_state(State from, State to) const {
     log::Level level = to == State::failed || to == State::rolling_back || to == State::rolled_back
                            ? log::Level::warn
                            : log::Level::info;
-    log::write(level, "update: state",
+    log::write_kind(level, "update: state", to_string(to),
                {{"state", to_string(to)},
                 {"from", to_string(from)},
                 {"version", pkg_ ? pkg_->version : std::string()},
