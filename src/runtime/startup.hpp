@@ -31,6 +31,8 @@ struct OpenVolume {
     journal::Journal journal;
     // packages.json as found at start: the statuses of the last offer and what it installed.
     std::optional<update::Installed> installed;
+    // The install that recovery undid at this start, if any (reported after connecting).
+    std::optional<update::Attempt> interrupted;
 };
 using SharedVolume = std::shared_ptr<OpenVolume>;
 

@@ -101,6 +101,7 @@ void Installer::restore(Installed in) {
         report_.packages = in.statuses;
         report_.all_packages_hash = in.all_packages_hash;
         report_.error.clear();
+        restored_top_ = in.top_index;
         // What the collector runs now, which after seeding is not what was reported before.
         PackageReport& top = report_.packages[in.top_index];
         top.agent_has_version = active_;
@@ -111,6 +112,32 @@ void Installer::restore(Installed in) {
                    {"all_packages_hash", hexs(report_.all_packages_hash)}});
     }
     last_installed_ = std::move(in);
+}
+
+void Installer::report_interrupted(const Attempt& a, const std::string& package_name) {
+    last_attempt_ = a;
+    PackageReport p;
+    p.name = package_name;
+    // The restored entry of our package: its name is the server's, not ours.
+    if (!report_.packages.empty()) p.name = report_.packages[restored_top_].name;
+    p.offered_version = a.version;
+    p.offered_hash.assign(a.package_hash_hex.size() / 2, '\0');
+    if (!hex::decode(a.package_hash_hex, reinterpret_cast<uint8_t*>(p.offered_hash.data()),
+                     p.offered_hash.size())) {
+        p.offered_hash.clear();
+    }
+    p.agent_has_version = active_;
+    p.agent_has_hash = active_hash_;
+    p.code = Code::install_failed;
+    p.error = a.reason;
+    if (report_.packages.empty()) {
+        report_.packages.push_back(std::move(p));
+        restored_top_ = 0;
+    } else {
+        report_.packages[restored_top_] = std::move(p);
+    }
+    // The installed offer again must be answered from the volume, not skipped as unchanged.
+    restored_hash_.clear();
 }
 
 // packages.json at the end of an offer that failed: its statuses, with the package and the

@@ -71,6 +71,11 @@ class Installer : public service::CriticalSection {
     // stored with it, and the outcome recovery found (an interrupted install), reported once.
     void set_active(std::string version, std::string package_hash = {});
     void set_last_attempt(Attempt a);
+    // An install that recovery undid at start (last-attempt.json "interrupted"): reported as
+    // InstallFailed with recovery's words, in place of the restored status of the same package
+    // (or, without one, under `package_name`), so that the first report after connecting says
+    // what happened to the offer. Call after restore().
+    void report_interrupted(const Attempt& a, const std::string& package_name);
     // packages.json as found at start, after set_active: its statuses are the first report after
     // the restart, and the same offer again (same all_packages_hash) is recognised as installed
     // while its version is still the active one.
@@ -170,6 +175,7 @@ class Installer : public service::CriticalSection {
     // all_packages_hash restored from packages.json, until another offer arrives: an offer with it
     // is the one already installed.
     std::string restored_hash_;
+    size_t restored_top_ = 0;  // our package's entry in the restored report_
     std::string unhealthy_reason_;
     MonoTime last_progress_{};
     bool progress_reported_ = false;

@@ -812,3 +812,39 @@ TEST_CASE("installer: a restored Installed makes the same offer a no-op, and a d
           offer_of("0.117.0", 'q').all_packages_hash);
     CHECK(rig.volume.finishes.back().packages->version == "0.117.0");
 }
+
+TEST_CASE("installer: an install recovery undid is the first report, in place of the restored "
+          "status of its package") {
+    Rig rig;
+    Installed stored = stored_install("0.116.0");
+    stored.statuses[0].name = "collector";  // the server's name for the package
+    rig.inst->restore(stored);
+    Attempt a{hex::encode("qqqq", 4), "0.117.0", "interrupted",
+              "interrupted while swapping; recovery: switched current to 0.116.0", "t"};
+    rig.inst->report_interrupted(a, "otelcol-contrib");
+    REQUIRE(rig.inst->report().packages.size() == 1);
+    CHECK(rig.top().name == "collector");
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().offered_version == "0.117.0");
+    CHECK(rig.top().offered_hash == "qqqq");
+    CHECK(rig.top().agent_has_version == "0.116.0");
+    CHECK(rig.top().error == a.reason);
+    // The installed offer again is answered from the volume (Checking), not skipped.
+    rig.inst->offer(offer_of("0.116.0"));
+    rig.settle();
+    CHECK(rig.trace.at(0) == "inspect");
+    CHECK(rig.top().code == Code::installed);
+}
+
+TEST_CASE("installer: an interrupted install without a packages.json is reported under the "
+          "given name") {
+    Rig rig;
+    rig.inst->report_interrupted(Attempt{"", "0.117.0", "interrupted", "interrupted while starting",
+                                         "t"},
+                                 "otelcol-contrib");
+    REQUIRE(rig.inst->report().packages.size() == 1);
+    CHECK(rig.top().name == "otelcol-contrib");
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().offered_hash.empty());
+    CHECK(rig.inst->report().all_packages_hash.empty());
+}
