@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <json-c/json.h>
 
+#include "core/hex.hpp"
 #include "harness.hpp"
 #include "pid1.hpp"
 
@@ -115,4 +116,54 @@ TEST_CASE("interop: an independent OpAMP peer offers a package and sees it Insta
     CHECK_FALSE(updater.log_has("suppressed="));
     CHECK(updater.count("preflight passed") == 1);
     peer.wait(5s);
+
+    // A restart, now against the project's test server: the first report still says Installed,
+    // and the same offer again (same all_packages_hash) is nothing to do.
+    auto server = Process::spawn({env_path("MYRIARCH_OPAMP_TEST_SERVER"), "--port", "0",
+                                  "--port-file", dir / "oport", "--record", dir / "rec.jsonl",
+                                  "--commands", dir / "cmds"});
+    REQUIRE_MESSAGE(wait_until([&] { return !read_file(dir / "oport").empty(); }, 20s),
+                    server.err());
+    std::string yaml = read_file(dir / "updater.yaml");
+    const std::string old_endpoint = "127.0.0.1:" + read_file(dir / "port") + "/";
+    yaml.replace(yaml.find(old_endpoint), old_endpoint.size(),
+                 "127.0.0.1:" + first_word(read_file(dir / "oport")) + "/");
+    write_file(dir / "updater.yaml", yaml);
+    Updater again(dir / "updater.yaml");
+    REQUIRE_MESSAGE(
+        wait_until([&] { return read_file(dir / "rec.jsonl").find("\"message\"") != std::string::npos; },
+                   20s),
+        again.log());
+    std::string first = read_file(dir / "rec.jsonl");
+    json_object* rec = nullptr;
+    for (size_t at = 0, nl; (nl = first.find('\n', at)) != std::string::npos; at = nl + 1) {
+        json_object* o = json_tokener_parse(first.substr(at, nl - at).c_str());
+        json_object* ev = nullptr;
+        if (o && json_object_object_get_ex(o, "event", &ev) &&
+            std::string(json_object_get_string(ev)) == "message") {
+            rec = o;
+            break;
+        }
+        if (o) json_object_put(o);
+    }
+    REQUIRE(rec);
+    INFO(json_object_to_json_string(rec));
+    json_object *ps = nullptr, *pkgs = nullptr;
+    REQUIRE(json_object_object_get_ex(rec, "package_statuses", &ps));
+    REQUIRE(json_object_object_get_ex(ps, "packages", &pkgs));
+    REQUIRE(json_object_array_length(pkgs) == 1);
+    std::string status = json_object_to_json_string(json_object_array_get_idx(pkgs, 0));
+    CHECK(status.find("\"Installed\"") != std::string::npos);
+    CHECK(status.find("\"0.117.0\"") != std::string::npos);
+    json_object_put(rec);
+    // The peer's package hash and all_packages_hash (opamp-peer.mjs), offered again.
+    auto hexs = [](const std::string& t) { return myr::hex::encode(t.data(), t.size()); };
+    write_file(dir / "again.txt", "name=otelcol-contrib\nversion=0.117.0\nurl=" + prefix +
+                                      "otelcol-contrib_0.117.0.tar.gz\nsha256=" +
+                                      first_word(sum.out) + "\nhash=" + hexs("package-hash-1") +
+                                      "\nall_hash=" + hexs("all-packages-hash-1") + "\n");
+    write_file(dir / "cmds", "release=" + dir / "again.txt" + "\n");
+    CHECK_MESSAGE(again.wait_for_log("update: offer already installed", 15s), again.log());
+    CHECK_FALSE(again.log_has("state=checking"));
+    CHECK(again.stop() == 0);
 }
