@@ -29,7 +29,7 @@ std::string fake_collector(const std::string& path, const std::string& version) 
 }  // namespace
 
 TEST_CASE("interop: an independent OpAMP peer offers a package and sees it Installed with the new "
-          "version") {
+          "version, which the first report after a restart still says") {
     if (run({"sh", "-c", "command -v node"}, 10s).exit_code != 0) MYR_SKIP("node is not installed");
     if (!exists(source_dir() + "/tests/interop/node_modules/@elastic/opamp-client-node")) {
         MYR_SKIP("tests/interop/node_modules is missing (run npm install --no-audit --no-fund there)");
