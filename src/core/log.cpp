@@ -196,7 +196,10 @@ void write_line(std::string line) {
 
 }  // namespace
 
-void write(Level lvl, std::string_view msg, std::initializer_list<Field> fields) {
+namespace {
+
+void write_limited(Level lvl, std::string_view msg, std::string_view key,
+                   std::initializer_list<Field> fields) {
     if (!enabled(lvl)) return;
     // Work-queue jobs may log too.
     static std::mutex mu;
@@ -209,8 +212,24 @@ void write(Level lvl, std::string_view msg, std::initializer_list<Field> fields)
             g_format, ts, s.level, s.msg,
             {{"suppressed", s.suppressed}, {"note", "identical lines within 10s not written"}}));
     }
-    if (!limiter.admit(lvl, msg, now)) return;
+    if (!limiter.admit(lvl, key, now)) return;
     write_line(render(g_format, ts, lvl, msg, fields));
+}
+
+}  // namespace
+
+void write(Level lvl, std::string_view msg, std::initializer_list<Field> fields) {
+    write_limited(lvl, msg, msg, fields);
+}
+
+void write_kind(Level lvl, std::string_view msg, std::string_view kind,
+                std::initializer_list<Field> fields) {
+    if (!enabled(lvl)) return;
+    std::string key(msg);
+    key += " (";
+    key += kind;
+    key += ')';
+    write_limited(lvl, msg, key, fields);
 }
 
 }  // namespace myr::log

@@ -41,6 +41,12 @@ struct Field {
 // ends one line says how many were suppressed (written with the next line logged, as there is no
 // timer here). A server flood or a HUP storm then costs a few lines, not 100,000.
 void write(Level level, std::string_view msg, std::initializer_list<Field> fields = {});
+// The same, rate-limited apart from other lines of `msg` by `kind`: for a message whose lines
+// differ in kind and must each be seen (the installer's one line per state change: an install
+// passes more states than kBurst within seconds). A flood of one kind is still held back; its
+// summary names "msg (kind)".
+void write_kind(Level level, std::string_view msg, std::string_view kind,
+                std::initializer_list<Field> fields);
 
 inline constexpr size_t kBurst = 10;
 inline constexpr std::chrono::seconds kWindow{10};

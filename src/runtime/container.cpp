@@ -273,6 +273,11 @@ void ContainerRuntime::start_installer(const journal::SeedOutcome& seeded) {
     const auto& in = volume_->installed;
     installer_->set_active(seeded.active_version,
                            in && in->version == seeded.active_version ? in->package_hash : "");
+    if (in) installer_->restore(*in);
+    // Package names are the server's; the collector's binary name is the usual one.
+    if (volume_->interrupted) {
+        installer_->report_interrupted(*volume_->interrupted, cfg_.collector.binary);
+    }
     packages_ = std::make_unique<PackageAdapter>(*installer_);
 }
 

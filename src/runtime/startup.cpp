@@ -15,7 +15,7 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
     auto j = journal::Journal::open(state_dir);
     if (!j) return j.fail("state directory " + state_dir);
     auto opened = std::make_shared<OpenVolume>(
-        OpenVolume{std::move(vol.value()), std::move(j.value()), std::nullopt});
+        OpenVolume{std::move(vol.value()), std::move(j.value()), std::nullopt, std::nullopt});
     auto rec = journal::recover(opened->store, opened->journal);
     if (!rec) return rec.fail("recovery");
     // An update that recovery undid is the last attempt's outcome; losing that record costs only
@@ -26,6 +26,7 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
     } else if (att->has_value()) {
         log::warn("recovery: interrupted update recorded",
                   {{"version", (*att)->version}, {"reason", (*att)->reason}});
+        opened->interrupted = **att;
     }
     if (auto in = update::load_installed(opened->journal); !in) {
         log::warn("packages.json ignored", {{"error", in.error().message()}});

@@ -29,8 +29,10 @@ inline constexpr Duration kSeedVersionTimeout = std::chrono::seconds(30);
 struct OpenVolume {
     store::Volume store;
     journal::Journal journal;
-    // packages.json as found at start: the package hash installed with the active version.
+    // packages.json as found at start: the statuses of the last offer and what it installed.
     std::optional<update::Installed> installed;
+    // The install that recovery undid at this start, if any (reported after connecting).
+    std::optional<update::Attempt> interrupted;
 };
 using SharedVolume = std::shared_ptr<OpenVolume>;
 

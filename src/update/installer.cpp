@@ -81,6 +81,75 @@ void Installer::set_last_attempt(Attempt a) {
     last_attempt_ = std::move(a);
 }
 
+void Installer::restore(Installed in) {
+    // The hash stands for "this is installed" only while its version is still the one `current`
+    // names: seeding may have activated the image's version since.
+    bool still_active = !in.version.empty() && in.version == active_;
+    if (!still_active) {
+        in.all_packages_hash.clear();
+        in.name.clear();
+        in.version.clear();
+        in.package_hash.clear();
+    }
+    // A repeat is nothing to do only while the statuses say Installed: after a failed offer the
+    // installed one offered again must be answered Installed, so it goes through Checking (which
+    // finds it active and intact, without a download).
+    bool says_installed =
+        in.statuses.empty() || in.statuses[in.top_index].code == Code::installed;
+    restored_hash_ = says_installed ? in.all_packages_hash : "";
+    if (!in.statuses.empty()) {
+        report_.packages = in.statuses;
+        report_.all_packages_hash = in.all_packages_hash;
+        report_.error.clear();
+        restored_top_ = in.top_index;
+        // What the collector runs now, which after seeding is not what was reported before.
+        PackageReport& top = report_.packages[in.top_index];
+        top.agent_has_version = active_;
+        top.agent_has_hash = active_hash_;
+        log::info("update: statuses of the last offer restored",
+                  {{"version", top.offered_version},
+                   {"status", to_string(top.code)},
+                   {"all_packages_hash", hexs(report_.all_packages_hash)}});
+    }
+    last_installed_ = std::move(in);
+}
+
+void Installer::report_interrupted(const Attempt& a, const std::string& package_name) {
+    last_attempt_ = a;
+    PackageReport p;
+    p.name = package_name;
+    // The restored entry of our package: its name is the server's, not ours.
+    if (!report_.packages.empty()) p.name = report_.packages[restored_top_].name;
+    p.offered_version = a.version;
+    p.offered_hash.assign(a.package_hash_hex.size() / 2, '\0');
+    if (!hex::decode(a.package_hash_hex, reinterpret_cast<uint8_t*>(p.offered_hash.data()),
+                     p.offered_hash.size())) {
+        p.offered_hash.clear();
+    }
+    p.agent_has_version = active_;
+    p.agent_has_hash = active_hash_;
+    p.code = Code::install_failed;
+    p.error = a.reason;
+    if (report_.packages.empty()) {
+        report_.packages.push_back(std::move(p));
+        restored_top_ = 0;
+    } else {
+        report_.packages[restored_top_] = std::move(p);
+    }
+    // The installed offer again must be answered from the volume, not skipped as unchanged.
+    restored_hash_.clear();
+}
+
+// packages.json at the end of an offer that failed: its statuses, with the package and the
+// all_packages_hash of the last one Installed (the server is told that hash only for what really
+// got installed).
+Installed Installer::ended_packages() const {
+    Installed out = last_installed_.value_or(Installed{});
+    out.statuses = report_.packages;
+    out.top_index = top_index_;
+    return out;
+}
+
 std::string Installer::key_of(const Offer& o) const {
     for (const OfferedPackage& p : o.packages) {
         if (!p.top_level) continue;
@@ -122,6 +191,15 @@ void Installer::offer(Offer o) {
     if (!key.empty() && key == done_key_ && o.all_packages_hash == report_.all_packages_hash) {
         return;  // unchanged since it was brought to an end
     }
+    // The offer Installed before a restart, offered again: nothing to do (the same rule as above,
+    // from packages.json, which has no offer key).
+    if (!restored_hash_.empty() && o.all_packages_hash == restored_hash_) {
+        log::info("update: offer already installed",
+                  {{"version", last_installed_->version},
+                   {"all_packages_hash", hexs(restored_hash_)}});
+        return;
+    }
+    restored_hash_.clear();
     accept(std::move(o));
     if (!pkg_) {
         publish();  // nothing to install: only the answers for the other packages
@@ -170,8 +248,12 @@ void Installer::post(Event ev, std::string reason) {
         std::abort();
     }
     if (*n == state_) {
-        if (ev == Event::shutdown) log::info("update: shutdown waits for the critical section",
-                                             {{"state", to_string(state_)}});
+        // Outside the critical section a shutdown leaves the state as it is (idle, or an install
+        // dropped where it is): only inside it does the shutdown wait.
+        if (ev == Event::shutdown && critical(state_)) {
+            log::info("update: shutdown waits for the critical section",
+                      {{"state", to_string(state_)}});
+        }
         return;
     }
     if (ev == Event::failed) {
@@ -297,14 +379,7 @@ void Installer::work(State s) {
             step_ = ports_.preflight.run(
                 std::move(req), bound([this](Result<stage::PreflightReport> r) {
                     if (!r) return post(Event::failed, "preflight: " + r.error().message());
-                    // The spec asks operators to budget memory for two collectors: show the peak.
-                    log::info("update: preflight passed",
-                              {{"version", pkg_->version},
-                               {"peak_rss_kib", r->peak_rss_kib},
-                               {"validate_ms", static_cast<int64_t>(
-                                                   std::chrono::duration_cast<
-                                                       std::chrono::milliseconds>(r->validate_time)
-                                                       .count())}});
+                    // Its peak memory is in the preflight's own line ("preflight passed").
                     post(Event::done);
                 }));
             return;
@@ -357,10 +432,12 @@ void Installer::work(State s) {
             VolumeOps::Finish f;
             f.clear_journal = true;
             f.attempt = attempt("installed", "");
-            f.installed = installed;
+            Installed packages{offer_->all_packages_hash, pkg_->name,         active_,
+                               active_hash_,              installed.packages, top_index_};
+            f.packages = packages;
             f.gc = true;
             step_ = ports_.volume.finish(
-                std::move(f), bound([this, installed](Status st) {
+                std::move(f), bound([this, installed, packages](Status st) {
                     if (!st) {
                         // The journal may still name the install: the next start would switch
                         // back, so Installed would be a promise the volume does not keep.
@@ -369,6 +446,7 @@ void Installer::work(State s) {
                         return post(Event::failed);
                     }
                     last_attempt_ = attempt("installed", "");
+                    last_installed_ = packages;
                     report_ = installed;
                     done_key_ = key_of(*offer_);
                     publish();
@@ -388,6 +466,7 @@ void Installer::work(State s) {
                 f.attempt = attempt("failed", reason_);
                 last_attempt_ = f.attempt;
             }
+            if (!cancelled_) f.packages = ended_packages();
             step_ = ports_.volume.finish(std::move(f), bound([this](Status st) {
                 if (!st) {
                     log::warn("update: clean-up after a failed install",
@@ -426,6 +505,7 @@ void Installer::work(State s) {
             last_attempt_ = f.attempt;
             set_status(Code::install_failed, why);
             done_key_ = key_of(*offer_);
+            f.packages = ended_packages();
             step_ = ports_.volume.finish(std::move(f), bound([this](Status st) {
                 if (!st) {
                     log::warn("update: clean-up after a rollback",
@@ -721,7 +801,7 @@ void Installer::log_state(State from, State to) const {
     log::Level level = to == State::failed || to == State::rolling_back || to == State::rolled_back
                            ? log::Level::warn
                            : log::Level::info;
-    log::write(level, "update: state",
+    log::write_kind(level, "update: state", to_string(to),
                {{"state", to_string(to)},
                 {"from", to_string(from)},
                 {"version", pkg_ ? pkg_->version : std::string()},

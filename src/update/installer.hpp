@@ -71,6 +71,15 @@ class Installer : public service::CriticalSection {
     // stored with it, and the outcome recovery found (an interrupted install), reported once.
     void set_active(std::string version, std::string package_hash = {});
     void set_last_attempt(Attempt a);
+    // An install that recovery undid at start (last-attempt.json "interrupted"): reported as
+    // InstallFailed with recovery's words, in place of the restored status of the same package
+    // (or, without one, under `package_name`), so that the first report after connecting says
+    // what happened to the offer. Call after restore().
+    void report_interrupted(const Attempt& a, const std::string& package_name);
+    // packages.json as found at start, after set_active: its statuses are the first report after
+    // the restart, and the same offer again (same all_packages_hash) is recognised as installed
+    // while its version is still the active one.
+    void restore(Installed in);
 
     void offer(Offer offer);
     const Report& report() const { return report_; }
@@ -120,6 +129,7 @@ class Installer : public service::CriticalSection {
     void log_state(State from, State to) const;
     std::string key_of(const Offer& o) const;
     Attempt attempt(std::string outcome, std::string reason) const;
+    Installed ended_packages() const;
 
     loop::Scheduler& sched_;
     Ports ports_;
@@ -161,6 +171,11 @@ class Installer : public service::CriticalSection {
     std::string active_;            // the version `current` names, as far as we know
     std::string active_hash_;       // the package hash installed with it
     std::optional<Attempt> last_attempt_;
+    std::optional<Installed> last_installed_;  // packages.json as last written (or read at start)
+    // all_packages_hash restored from packages.json, until another offer arrives: an offer with it
+    // is the one already installed.
+    std::string restored_hash_;
+    size_t restored_top_ = 0;  // our package's entry in the restored report_
     std::string unhealthy_reason_;
     MonoTime last_progress_{};
     bool progress_reported_ = false;

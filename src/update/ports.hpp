@@ -157,6 +157,21 @@ struct Attempt {
     bool operator==(const Attempt&) const = default;
 };
 
+// `stateDir/packages.json`: what the last offer came to.
+struct Installed {
+    // Of the offer last Installed ("" before any): kept when a later offer fails, because the
+    // server is told this hash only for what was really installed.
+    std::string all_packages_hash;  // raw bytes
+    std::string name;               // the package installed with it ("" before any)
+    std::string version;
+    std::string package_hash;  // raw bytes
+    // The statuses reported when the last offer ended (Installed or InstallFailed), and which of
+    // them is the TopLevel package the installer handled.
+    std::vector<PackageReport> statuses;
+    size_t top_index = 0;
+    bool operator==(const Installed&) const = default;
+};
+
 // What the volume says before an install.
 struct Inspection {
     std::string active;        // the version `current` names ("" when none)
@@ -201,12 +216,12 @@ class VolumeOps {
     // The end of an install. `clear_journal` false keeps the journal for the next start's recovery
     // (a rollback that could not switch back). Then: staging `staged_id` discarded, the spool
     // emptied, last-attempt.json written when `attempt` is set, packages.json written when
-    // `installed` is set (the offer's all_packages_hash and statuses), GC when `gc` is set.
+    // `packages` is set, GC when `gc` is set.
     struct Finish {
         bool clear_journal = true;
         std::string staged_id;
         std::optional<Attempt> attempt;
-        std::optional<Report> installed;
+        std::optional<Installed> packages;
         bool gc = false;
     };
     [[nodiscard]] virtual std::unique_ptr<Step> finish(Finish f, Done done) = 0;

@@ -115,18 +115,64 @@ Status store_attempt(const journal::Journal& j, const Attempt& a) {
     return {};
 }
 
-std::string render_installed(const Report& r) {
+std::string render_installed(const Installed& in) {
     json::Ptr root(json_object_new_object());
-    put(root.get(), "allPackagesHash", hexs(r.all_packages_hash));
-    for (const PackageReport& p : r.packages) {
-        if (p.code != Code::installed) continue;
-        put(root.get(), "name", p.name);
-        put(root.get(), "version", p.agent_has_version);
-        put(root.get(), "packageHash", hexs(p.agent_has_hash));
-        break;
+    put(root.get(), "allPackagesHash", hexs(in.all_packages_hash));
+    put(root.get(), "name", in.name);
+    put(root.get(), "version", in.version);
+    put(root.get(), "packageHash", hexs(in.package_hash));
+    json_object* list = json_object_new_array();
+    for (const PackageReport& p : in.statuses) {
+        json_object* o = json_object_new_object();
+        put(o, "name", p.name);
+        put(o, "status", to_string(p.code));
+        put(o, "agentHasVersion", p.agent_has_version);
+        put(o, "agentHasHash", hexs(p.agent_has_hash));
+        put(o, "offeredVersion", p.offered_version);
+        put(o, "offeredHash", hexs(p.offered_hash));
+        put(o, "error", p.error);
+        json_object_array_add(list, o);
     }
+    json_object_object_add(root.get(), "statuses", list);
+    json_object_object_add(root.get(), "topIndex",
+                           json_object_new_int64(static_cast<int64_t>(in.top_index)));
     return to_text(root);
 }
+
+namespace {
+
+// A status as render_installed wrote it. Only end states are stored: an offer still running at a
+// crash is the journal's and last-attempt.json's business.
+Result<PackageReport> parse_status(json_object* o) {
+    if (!json_object_is_type(o, json_type_object)) return fail(Errc::invalid, "not an object");
+    PackageReport p;
+    for (auto [key, field] : {std::pair{"name", &p.name},
+                              std::pair{"agentHasVersion", &p.agent_has_version},
+                              std::pair{"offeredVersion", &p.offered_version},
+                              std::pair{"error", &p.error}}) {
+        auto v = string_field(o, key);
+        if (!v) return v.fail();
+        *field = std::move(v.value());
+    }
+    for (auto [key, field] : {std::pair{"agentHasHash", &p.agent_has_hash},
+                              std::pair{"offeredHash", &p.offered_hash}}) {
+        auto v = hex_field(o, key);
+        if (!v) return v.fail();
+        *field = std::move(v.value());
+    }
+    auto code = string_field(o, "status");
+    if (!code) return code.fail();
+    if (*code == to_string(Code::installed)) {
+        p.code = Code::installed;
+    } else if (*code == to_string(Code::install_failed)) {
+        p.code = Code::install_failed;
+    } else {
+        return fail(Errc::invalid, "status: not an end state: " + *code);
+    }
+    return p;
+}
+
+}  // namespace
 
 Result<Installed> parse_installed(std::string_view text) {
     auto root = parse_object(text);
@@ -144,6 +190,26 @@ Result<Installed> parse_installed(std::string_view text) {
     auto hash = hex_field(root->get(), "packageHash");
     if (!hash) return hash.fail();
     in.package_hash = *hash;
+    // Written before the statuses were stored: the package stays known, there is nothing to
+    // report again.
+    json_object* list = nullptr;
+    if (!json_object_object_get_ex(root->get(), "statuses", &list)) return in;
+    if (!json_object_is_type(list, json_type_array)) {
+        return fail(Errc::invalid, "statuses: not a list");
+    }
+    for (size_t i = 0; i < json_object_array_length(list); ++i) {
+        auto p = parse_status(json_object_array_get_idx(list, i));
+        if (!p) return p.fail("statuses[" + std::to_string(i) + "]");
+        in.statuses.push_back(std::move(p.value()));
+    }
+    if (in.statuses.empty()) return in;
+    json_object* top = nullptr;
+    if (!json_object_object_get_ex(root->get(), "topIndex", &top) ||
+        !json_object_is_type(top, json_type_int) || json_object_get_int64(top) < 0 ||
+        static_cast<size_t>(json_object_get_int64(top)) >= in.statuses.size()) {
+        return fail(Errc::invalid, "topIndex: missing or not an index of statuses");
+    }
+    in.top_index = static_cast<size_t>(json_object_get_int64(top));
     return in;
 }
 
@@ -151,8 +217,8 @@ Result<std::optional<Installed>> load_installed(const journal::Journal& j) {
     return load<Installed>(j, kPackagesFile, &parse_installed);
 }
 
-Status store_installed(const journal::Journal& j, const Report& r) {
-    MYR_TRY(fsx::write_file_atomic(j.dir_fd(), kPackagesFile, render_installed(r), 0600),
+Status store_installed(const journal::Journal& j, const Installed& in) {
+    MYR_TRY(fsx::write_file_atomic(j.dir_fd(), kPackagesFile, render_installed(in), 0600),
             "write " + j.dir() + "/" + kPackagesFile);
     return {};
 }

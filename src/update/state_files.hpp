@@ -3,8 +3,9 @@
 //   last-attempt.json  the outcome of the last install: the "failed before" rule of Checking, the
 //                      /readyz text and the first report after a restart. "in-progress" while an
 //                      install runs, so that a start after a crash knows which offer it was.
-//   packages.json      what was installed last: the offer's all_packages_hash and the statuses
-//                      reported with it (all_packages_hash is stored only when Installed).
+//   packages.json      what the last offer came to: the statuses reported at its end, and the
+//                      all_packages_hash and package of the last offer Installed (the hash is
+//                      stored only when Installed; a failed offer keeps the earlier one).
 //
 // Both are replaced durably (fsx::write_file_atomic) and read strictly: a file that does not parse
 // is ignored with a reason (the next install rewrites it), never trusted in part.
@@ -30,18 +31,13 @@ std::string render_attempt(const Attempt& a);
 [[nodiscard]] Result<std::optional<Attempt>> load_attempt(const journal::Journal& j);
 [[nodiscard]] Status store_attempt(const journal::Journal& j, const Attempt& a);
 
-// packages.json: hashes as lower-case hex.
-struct Installed {
-    std::string all_packages_hash;  // raw bytes
-    std::string name;
-    std::string version;
-    std::string package_hash;  // raw bytes
-    bool operator==(const Installed&) const = default;
-};
-std::string render_installed(const Report& r);
+// packages.json: what the last offer came to, read back at start so that the first report after a
+// restart says it again and the same offer is not taken up again (the struct: ports.hpp). Hashes
+// as lower-case hex.
+std::string render_installed(const Installed& in);
 [[nodiscard]] Result<Installed> parse_installed(std::string_view json);
 [[nodiscard]] Result<std::optional<Installed>> load_installed(const journal::Journal& j);
-[[nodiscard]] Status store_installed(const journal::Journal& j, const Report& r);
+[[nodiscard]] Status store_installed(const journal::Journal& j, const Installed& in);
 
 // After journal::recover: an update that recovery undid is recorded as "interrupted" in
 // last-attempt.json (keeping the package hash of the "in-progress" record, so that the same offer

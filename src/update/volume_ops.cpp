@@ -120,7 +120,7 @@ std::unique_ptr<Step> StoreVolumeOps::finish(Finish f, Done done) {
             auto spool = journal::clear_spool(*journal);
             if (!spool) return spool.fail("finish");
             if (f.attempt) MYR_TRY(store_attempt(*journal, *f.attempt), "finish");
-            if (f.installed) MYR_TRY(store_installed(*journal, *f.installed), "finish");
+            if (f.packages) MYR_TRY(store_installed(*journal, *f.packages), "finish");
             MYR_TRY(fault::point("update.finish.after"), "finish");
             if (f.gc) {
                 // A failed GC costs disk space, not correctness: logged, not an install failure.

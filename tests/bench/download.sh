@@ -36,14 +36,8 @@ cleanup() {
 trap cleanup EXIT INT TERM
 mkdir -p "$base/files" "$base/pki"
 
-(cd "$base/pki" &&
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key \
-        -out ca.pem -days 2 -subj '/CN=bench CA' 2>/dev/null &&
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key \
-        -out server.csr -subj '/CN=127.0.0.1' 2>/dev/null &&
-    printf 'subjectAltName=IP:127.0.0.1\n' > server.ext &&
-    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
-        -days 2 -extfile server.ext 2>/dev/null)
+. "$here/tests/bench/loopback_ca.sh"
+loopback_ca "$base/pki"
 
 head -c $((size_mb * 1000000)) /dev/urandom > "$base/files/big.bin"
 head -c $((small_mb * 1000000)) /dev/urandom > "$base/files/small.bin"

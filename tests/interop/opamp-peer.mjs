@@ -5,11 +5,16 @@
 // that the agent must decode.
 //
 //   node opamp-peer.mjs PORT_FILE RESULT_FILE [EXPECTED_TOKEN]
+//   MYR_PEER_RELEASE=FILE node opamp-peer.mjs PORT_FILE RESULT_FILE
 //
 // Writes the listening port to PORT_FILE, then, after the scripted exchange, RESULT_FILE as JSON:
 // {"ok": bool, "failures": [...], "sent": {...what was offered...}, "received": [...]}.
+// With MYR_PEER_RELEASE (JSON: url, sha256 hex, version, from = the version running before) the
+// exchange is an install instead: the first report is answered with that release as a TopLevel
+// package, and the peer follows the package statuses until Installed with agent_has_version =
+// version (or InstallFailed, or the timeout).
 import { createRequire } from "node:module";
-import { writeFileSync, renameSync } from "node:fs";
+import { readFileSync, writeFileSync, renameSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -58,7 +63,7 @@ function finish() {
     ok: failures.length === 0,
     failures,
     received,
-    sent: {
+    sent: release ? { ...release, all_packages_hash: hex(ALL_HASH), package_hash: hex(PKG_HASH) } : {
       new_instance_uid: hex(NEW_UID),
       content_hash: hex(CONTENT_HASH),
       signature: SIGNATURE.toString("utf8"),
@@ -72,15 +77,85 @@ function finish() {
   setTimeout(() => process.exit(0), 200);
 }
 
+const release = process.env.MYR_PEER_RELEASE
+  ? JSON.parse(readFileSync(process.env.MYR_PEER_RELEASE, "utf8"))
+  : null;
+
 setTimeout(() => {
   failures.push(`timed out after ${received.length} message(s)`);
   finish();
-}, 30000);
+}, release ? 60000 : 30000);
 
 wss.on("listening", () => {
   writeFileSync(portFile + ".tmp", String(wss.address().port));
   renameSync(portFile + ".tmp", portFile);
 });
+
+const send = (ws, fields) =>
+  ws.send(
+    Buffer.concat([
+      Buffer.from([0]),
+      Buffer.from(toBinary(pb.ServerToAgentSchema, create(pb.ServerToAgentSchema, fields))),
+    ]),
+  );
+
+const statusName = (code) => pb.PackageStatusEnum[code]?.replace("PackageStatusEnum_", "") ?? String(code);
+
+// The install exchange: offer the release on the first report, then read every report's package
+// status as the upstream schema decodes it.
+function install(ws, msg, n, summary) {
+  const ps = msg.packageStatuses;
+  if (n === 1) {
+    check(msg.agentDescription !== undefined, "#1 has agent_description");
+    const non = attrs(msg.agentDescription?.nonIdentifyingAttributes ?? []);
+    check(non["dev.myriarch.collector.version"] === release.from, `#1 collector.version ${non["dev.myriarch.collector.version"]}`);
+    send(ws, {
+      instanceUid: msg.instanceUid,
+      capabilities: BigInt(
+        pb.ServerCapabilities.ServerCapabilities_AcceptsStatus |
+          pb.ServerCapabilities.ServerCapabilities_OffersPackages |
+          pb.ServerCapabilities.ServerCapabilities_AcceptsPackagesStatus,
+      ),
+      packagesAvailable: {
+        allPackagesHash: ALL_HASH,
+        packages: {
+          "otelcol-contrib": {
+            type: pb.PackageType.PackageType_TopLevel,
+            version: release.version,
+            hash: PKG_HASH,
+            file: {
+              downloadUrl: release.url,
+              contentHash: Uint8Array.from(Buffer.from(release.sha256, "hex")),
+            },
+          },
+        },
+      },
+    });
+    return;
+  }
+  const p = ps?.packages["otelcol-contrib"];
+  if (!p) return;
+  summary.package = {
+    status: statusName(p.status),
+    agent_has_version: p.agentHasVersion,
+    server_offered_version: p.serverOfferedVersion,
+    error_message: p.errorMessage,
+  };
+  if (p.status === pb.PackageStatusEnum.PackageStatusEnum_InstallFailed) {
+    failures.push(`#${n} InstallFailed: ${p.errorMessage}`);
+    return finish();
+  }
+  if (p.status !== pb.PackageStatusEnum.PackageStatusEnum_Installed) return;
+  check(p.agentHasVersion === release.version, `#${n} Installed agent_has_version ${p.agentHasVersion}`);
+  check(hex(p.agentHasHash) === hex(PKG_HASH), `#${n} agent_has_hash is the package hash`);
+  check(p.serverOfferedVersion === release.version, `#${n} server_offered_version`);
+  check(hex(ps.serverProvidedAllPackagesHash) === hex(ALL_HASH), `#${n} all_packages_hash echoed`);
+  const non = attrs(msg.agentDescription?.nonIdentifyingAttributes ?? []);
+  if (msg.agentDescription) {
+    check(non["dev.myriarch.collector.version"] === release.version, `#${n} collector.version ${non["dev.myriarch.collector.version"]}`);
+  }
+  finish();
+}
 
 wss.on("connection", (ws, req) => {
   if (expectedToken !== undefined) {
@@ -118,6 +193,7 @@ wss.on("connection", (ws, req) => {
       msg.capabilities === BigInt(expectedCaps),
       `#${n} capabilities ${msg.capabilities} == ${expectedCaps}`,
     );
+    if (release) return install(ws, msg, n, summary);
 
     if (n === 1) {
       firstUid = msg.instanceUid;

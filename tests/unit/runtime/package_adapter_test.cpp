@@ -78,7 +78,10 @@ TEST_CASE("package adapter: a report becomes PackageStatuses, download details w
     CHECK(to_statuses(r, 3).error_message == opamp::refused_packages_message(3));
 }
 
-TEST_CASE("package adapter: an offer through the installer is answered in OpAMP terms") {
+namespace {
+
+// The real installer over the fake ports, as the container's adapter sees it.
+struct InstallerOverFakes {
     loop::FakeScheduler sched;
     update::testing::Trace trace;
     update::testing::FakeFetcher fetcher{sched, trace};
@@ -88,12 +91,23 @@ TEST_CASE("package adapter: an offer through the installer is answered in OpAMP 
     update::testing::FakeService service{sched, trace};
     update::testing::FakeVolume volume{sched, trace};
     update::testing::FakeHealth health{sched, trace};
-    update::Settings settings;
-    settings.require_signature = false;
-    update::Installer inst(sched,
+    update::Settings settings = [] {
+        update::Settings s;
+        s.require_signature = false;
+        return s;
+    }();
+    update::Installer inst{sched,
                            update::Ports{fetcher, verifier, stager, preflight, service, volume,
                                          health},
-                           settings, {});
+                           settings, {}};
+};
+
+}  // namespace
+
+TEST_CASE("package adapter: an offer through the installer is answered in OpAMP terms") {
+    InstallerOverFakes f;
+    loop::FakeScheduler& sched = f.sched;
+    update::Installer& inst = f.inst;
     inst.set_active("0.116.0");
     PackageAdapter adapter(inst);
     CHECK(adapter.statuses().packages.empty());  // before any offer
@@ -112,4 +126,29 @@ TEST_CASE("package adapter: an offer through the installer is answered in OpAMP 
     CHECK(s.packages[0].status == opamp::PackageStatusCode::installed);
     CHECK(s.packages[0].agent_has_version == "0.116.0");
     CHECK(s.server_provided_all_packages_hash == "all");
+}
+
+TEST_CASE("package adapter: the statuses restored at start are the first report, before any "
+          "offer") {
+    InstallerOverFakes f;
+    update::Installer& inst = f.inst;
+    inst.set_active("0.117.0", "h2");
+    update::Installed stored{"all", "otelcol-contrib", "0.117.0", "h2", {}, 0};
+    update::PackageReport p;
+    p.name = "otelcol-contrib";
+    p.code = update::Code::installed;
+    p.offered_version = "0.117.0";
+    p.offered_hash = "h2";
+    p.agent_has_version = "0.117.0";
+    p.agent_has_hash = "h2";
+    stored.statuses.push_back(p);
+    inst.restore(stored);
+    PackageAdapter adapter(inst);
+    opamp::PackageStatuses s = adapter.statuses();
+    REQUIRE(s.packages.size() == 1);
+    CHECK(s.server_provided_all_packages_hash == "all");
+    CHECK(s.packages[0].status == opamp::PackageStatusCode::installed);
+    CHECK(s.packages[0].agent_has_version == "0.117.0");
+    CHECK(s.packages[0].agent_has_hash == "h2");
+    CHECK(s.packages[0].server_offered_hash == "h2");
 }

@@ -264,7 +264,7 @@ class FakeVolume : public VolumeOps {
                          (f.gc ? ":gc" : "") +
                          (f.staged_id.empty() ? "" : ":discard=" + f.staged_id) +
                          (f.attempt ? ":attempt=" + f.attempt->outcome : "") +
-                         (f.installed ? ":packages" : ""));
+                         (f.packages ? ":packages" : ""));
         finishes.push_back(f);
         if (f.clear_journal) journal.reset();
         if (f.attempt) inspection.last_attempt = f.attempt;

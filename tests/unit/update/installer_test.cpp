@@ -47,6 +47,24 @@ Offer offer_of(const std::string& version, char hash = 'p', std::string signatur
     return o;
 }
 
+// packages.json as an Installed offer_of(version) leaves it.
+Installed stored_install(const std::string& version) {
+    Installed in;
+    in.all_packages_hash = offer_of(version).all_packages_hash;
+    in.name = "otelcol-contrib";
+    in.version = version;
+    in.package_hash = std::string(32, 'p');
+    PackageReport p;
+    p.name = in.name;
+    p.code = Code::installed;
+    p.offered_version = version;
+    p.offered_hash = in.package_hash;
+    p.agent_has_version = version;
+    p.agent_has_hash = in.package_hash;
+    in.statuses.push_back(p);
+    return in;
+}
+
 struct Rig {
     loop::FakeScheduler sched;
     Trace trace;
@@ -368,7 +386,7 @@ TEST_CASE("installer: staging and preflight failures change nothing and discard 
         rig.inst->offer(offer_of("0.117.0"));
         rig.settle();
         CHECK(rig.top().error == "stage: member ../collector.binary: `..` component refused");
-        CHECK(rig.trace.back() == "finish:clear:attempt=failed");
+        CHECK(rig.trace.back() == "finish:clear:attempt=failed:packages");
     }
     SUBCASE("preflight") {
         Rig rig;
@@ -376,7 +394,7 @@ TEST_CASE("installer: staging and preflight failures change nothing and discard 
         rig.inst->offer(offer_of("0.117.0"));
         rig.settle();
         CHECK(rig.top().error == "preflight: validate exited 1: error decoding 'receivers'");
-        CHECK(rig.trace.back() == "finish:clear:discard=st1:attempt=failed");
+        CHECK(rig.trace.back() == "finish:clear:discard=st1:attempt=failed:packages");
     }
 }
 
@@ -409,7 +427,7 @@ TEST_CASE("installer: a failing health check rolls back and says why in one line
           "health check failed: collector http://127.0.0.1:13133/: 503 x29; rolled back to "
           "0.116.0");
     CHECK(rig.top().agent_has_version == "0.116.0");
-    CHECK(rig.trace.back() == "finish:clear:attempt=rolled-back");
+    CHECK(rig.trace.back() == "finish:clear:attempt=rolled-back:packages");
     CHECK_FALSE(rig.inst->unhealthy());
     CHECK(rig.inst->ready());
 }
@@ -458,7 +476,7 @@ TEST_CASE("installer: a rollback that cannot switch back keeps the journal for r
     rig.volume.switch_result = fail(Errc::system, "rename current: I/O error");
     rig.inst->offer(offer_of("0.117.0"));
     rig.settle(30min);
-    CHECK(rig.trace.back() == "finish:keep:attempt=rolled-back");
+    CHECK(rig.trace.back() == "finish:keep:attempt=rolled-back:packages");
     CHECK(rig.top().error.find("; rollback failed: switch back to 0.116.0: rename current: I/O "
                                "error") != std::string::npos);
     CHECK(rig.inst->unhealthy());
@@ -758,4 +776,75 @@ TEST_CASE("installer: the owner hears when the critical section is over") {
         CHECK_FALSE(rig.active_at_report.back());
         CHECK(std::count(rig.active_at_report.begin(), rig.active_at_report.end(), true) > 0);
     }
+}
+
+TEST_CASE("installer: packages.json of a version seeding has replaced since is reported with the "
+          "version that runs, and its offer is checked again") {
+    Rig rig;
+    Installed stored = stored_install("0.115.0");  // the image's 0.116.0 was activated since
+    rig.inst->restore(stored);
+    CHECK(rig.top().code == Code::installed);
+    CHECK(rig.top().agent_has_version == "0.116.0");
+    // The hash no longer stands for what is installed: the server must be able to offer again.
+    CHECK(rig.inst->report().all_packages_hash.empty());
+    rig.inst->offer(offer_of("0.115.0"));
+    rig.settle();
+    CHECK(rig.trace.at(0) == "inspect");
+}
+
+TEST_CASE("installer: a restored Installed makes the same offer a no-op, and a different one an "
+          "install") {
+    Rig rig;
+    Installed stored = stored_install("0.116.0");
+    rig.inst->restore(stored);
+    CHECK(rig.inst->report().all_packages_hash == stored.all_packages_hash);
+    rig.inst->offer(offer_of("0.116.0"));
+    rig.settle();
+    CHECK(rig.trace.empty());
+    CHECK(rig.reports.empty());  // nothing changed: nothing new to report
+    rig.inst->offer(offer_of("0.117.0", 'q'));
+    rig.settle();
+    CHECK(rig.top().code == Code::installed);
+    CHECK(rig.top().agent_has_version == "0.117.0");
+    // The failed-offer file keeps the all_packages_hash of the last Installed; this one replaces it.
+    REQUIRE(rig.volume.finishes.back().packages.has_value());
+    CHECK(rig.volume.finishes.back().packages->all_packages_hash ==
+          offer_of("0.117.0", 'q').all_packages_hash);
+    CHECK(rig.volume.finishes.back().packages->version == "0.117.0");
+}
+
+TEST_CASE("installer: an install recovery undid is the first report, in place of the restored "
+          "status of its package") {
+    Rig rig;
+    Installed stored = stored_install("0.116.0");
+    stored.statuses[0].name = "collector";  // the server's name for the package
+    rig.inst->restore(stored);
+    Attempt a{hex::encode("qqqq", 4), "0.117.0", "interrupted",
+              "interrupted while swapping; recovery: switched current to 0.116.0", "t"};
+    rig.inst->report_interrupted(a, "otelcol-contrib");
+    REQUIRE(rig.inst->report().packages.size() == 1);
+    CHECK(rig.top().name == "collector");
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().offered_version == "0.117.0");
+    CHECK(rig.top().offered_hash == "qqqq");
+    CHECK(rig.top().agent_has_version == "0.116.0");
+    CHECK(rig.top().error == a.reason);
+    // The installed offer again is answered from the volume (Checking), not skipped.
+    rig.inst->offer(offer_of("0.116.0"));
+    rig.settle();
+    CHECK(rig.trace.at(0) == "inspect");
+    CHECK(rig.top().code == Code::installed);
+}
+
+TEST_CASE("installer: an interrupted install without a packages.json is reported under the "
+          "given name") {
+    Rig rig;
+    rig.inst->report_interrupted(Attempt{"", "0.117.0", "interrupted", "interrupted while starting",
+                                         "t"},
+                                 "otelcol-contrib");
+    REQUIRE(rig.inst->report().packages.size() == 1);
+    CHECK(rig.top().name == "otelcol-contrib");
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().offered_hash.empty());
+    CHECK(rig.inst->report().all_packages_hash.empty());
 }

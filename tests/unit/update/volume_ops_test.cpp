@@ -79,16 +79,21 @@ struct VolumeRig {
     }
 };
 
-Report installed_report() {
-    Report r;
-    r.all_packages_hash = std::string(32, '\x01');
+Installed installed_record() {
+    Installed in;
+    in.all_packages_hash = std::string(32, '\x01');
+    in.name = "otelcol-contrib";
+    in.version = "0.117.0";
+    in.package_hash = std::string(32, '\x02');
     PackageReport p;
     p.name = "otelcol-contrib";
     p.code = Code::installed;
     p.agent_has_version = "0.117.0";
     p.agent_has_hash = std::string(32, '\x02');
-    r.packages.push_back(p);
-    return r;
+    p.offered_version = "0.117.0";
+    p.offered_hash = std::string(32, '\x02');
+    in.statuses.push_back(p);
+    return in;
 }
 
 }  // namespace
@@ -140,7 +145,7 @@ TEST_CASE("volume ops: a whole install on a real volume, then commit") {
 
     VolumeOps::Finish f;
     f.attempt = Attempt{std::string(64, 'e'), "0.117.0", "installed", "", "t"};
-    f.installed = installed_report();
+    f.packages = installed_record();
     f.gc = true;
     REQUIRE(rig.wait([&](Done d) { return rig.ops.finish(f, d); }));
     CHECK(rig.j->load()->kind == journal::Loaded::Kind::absent);
@@ -308,10 +313,15 @@ struct EndToEnd {
         s.health_interval = std::chrono::seconds(1);
         s.health_timeout = std::chrono::seconds(10);
         s.collector_health_url = Url{"http", "127.0.0.1", 13133, "/"};
-        inst = std::make_unique<Installer>(
-            v.sched, Ports{fetcher, verifier, stager, preflight, service, v.ops, health}, s,
-            nullptr);
+        inst = std::make_unique<Installer>(v.sched, ports(), s, nullptr);
         inst->set_active("0.116.0");
+    }
+    Ports ports() { return Ports{fetcher, verifier, stager, preflight, service, v.ops, health}; }
+    // What a restarted container gives the installer (health rounds do not matter there).
+    static Settings restart_settings() {
+        Settings s;
+        s.require_signature = false;
+        return s;
     }
     Offer offer() {
         OfferedPackage p;
@@ -373,16 +383,140 @@ TEST_CASE("installer over the real volume: a failing health check puts the old v
     size_t fetches = e.fetcher.requests.size();
     // A restart: a new installer on the same files.
     e.inst.reset();
-    Settings s;
-    s.require_signature = false;
-    Installer again(e.v.sched,
-                    Ports{e.fetcher, e.verifier, e.stager, e.preflight, e.service, e.v.ops,
-                          e.health},
-                    s, nullptr);
+    Installer again(e.v.sched, e.ports(), e.restart_settings(), nullptr);
     again.set_active("0.116.0");
     again.offer(e.offer());
     for (int i = 0; i < 20; ++i) e.v.sched.run_pending();
     CHECK(again.report().packages[0].code == Code::install_failed);
     CHECK(again.report().packages[0].error.rfind("failed before", 0) == 0);
+    CHECK(e.fetcher.requests.size() == fetches);
+}
+
+TEST_CASE("state files: packages.json keeps the statuses and which one is ours, byte for byte") {
+    VolumeRig rig;
+    Installed in = installed_record();
+    PackageReport addon;
+    addon.name = "addon";
+    addon.code = Code::install_failed;
+    addon.error = "unsupported package type";
+    addon.offered_version = "1.0.0";
+    in.statuses.insert(in.statuses.begin(), addon);
+    in.top_index = 1;
+    REQUIRE(store_installed(*rig.j, in));
+    auto back = load_installed(*rig.j);
+    REQUIRE(back);
+    REQUIRE(back->has_value());
+    CHECK(**back == in);
+}
+
+TEST_CASE("state files: a packages.json from before the statuses were stored still names the "
+          "installed package") {
+    VolumeRig rig;
+    test::write_file(rig.state + "/packages.json",
+                     "{\"allPackagesHash\":\"0101\",\"name\":\"otelcol-contrib\",\"version\":"
+                     "\"0.117.0\",\"packageHash\":\"0202\"}\n");
+    auto back = load_installed(*rig.j);
+    REQUIRE(back);
+    REQUIRE(back->has_value());
+    CHECK((*back)->version == "0.117.0");
+    CHECK((*back)->all_packages_hash == "\x01\x01");
+    CHECK((*back)->statuses.empty());
+}
+
+TEST_CASE("state files: a packages.json with a bad status or index is refused with the field") {
+    VolumeRig rig;
+    std::string good = render_installed(installed_record());
+    auto refused = [&](const std::string& text, const std::string& why) {
+        test::write_file(rig.state + "/packages.json", text);
+        auto r = load_installed(*rig.j);
+        REQUIRE_FALSE(r.ok());
+        CHECK_MESSAGE(r.error().message().find(why) != std::string::npos, r.error().message());
+    };
+    auto with = [&](const std::string& from, const std::string& to) {
+        std::string t = good;
+        size_t at = t.find(from);
+        REQUIRE(at != std::string::npos);
+        return t.replace(at, from.size(), to);
+    };
+    // Only end states are stored: a status caught half-way is not one the server may be told.
+    refused(with("\"status\":\"installed\"", "\"status\":\"downloading\""),
+            "statuses[0]: status: not an end state: downloading");
+    refused(with("\"topIndex\":0", "\"topIndex\":1"), "topIndex: missing or not an index");
+    refused(with("\"offeredHash\":\"", "\"offeredHash\":\"x"), "statuses[0]: offeredHash: not hex");
+    refused(good.substr(0, good.size() / 2), "not valid JSON");
+}
+
+TEST_CASE("installer over the real volume: after a restart the statuses are reported again and "
+          "the same offer is not installed again") {
+    EndToEnd e;
+    e.inst->offer(e.offer());
+    e.settle();
+    REQUIRE(e.inst->report().packages.at(0).code == Code::installed);
+    const Report before = e.inst->report();
+    size_t fetches = e.fetcher.requests.size();
+    e.inst.reset();
+    // A restart: a new installer on the same files, fed as the container's start feeds it.
+    auto stored = load_installed(*e.v.j);
+    REQUIRE(stored);
+    REQUIRE(stored->has_value());
+    Installer again(e.v.sched, e.ports(), e.restart_settings(), nullptr);
+    again.set_active(e.v.current(), (*stored)->package_hash);
+    again.restore(**stored);
+    CHECK(again.report() == before);  // before any offer, as the first report after connecting
+    size_t traced = e.trace.size();
+    again.offer(e.offer());
+    for (int i = 0; i < 20; ++i) e.v.sched.run_pending();
+    CHECK(again.state() == State::idle);
+    CHECK(again.report() == before);
+    CHECK(e.fetcher.requests.size() == fetches);
+    CHECK(e.trace.size() == traced);  // not even Checking
+    CHECK(e.v.current() == "0.117.0");
+}
+
+TEST_CASE("installer over the real volume: a rollback's InstallFailed survives a restart, with the "
+          "all_packages_hash of what was installed before") {
+    EndToEnd e;
+    e.inst->offer(e.offer());
+    e.settle();
+    REQUIRE(e.v.current() == "0.117.0");
+    e.health.answer = [&](const Url&) -> Result<int> {
+        return e.v.current() == "0.118.0" ? Result<int>(503) : Result<int>(200);
+    };
+    Offer next = e.offer();
+    next.packages[0].version = "0.118.0";
+    next.packages[0].hash = std::string(32, 'q');
+    next.all_packages_hash = "all-2";
+    e.inst->offer(next);
+    e.settle();
+    REQUIRE(e.v.current() == "0.117.0");
+    REQUIRE(e.inst->report().packages.at(0).code == Code::install_failed);
+    auto stored = load_installed(*e.v.j);
+    REQUIRE(stored);
+    REQUIRE(stored->has_value());
+    CHECK((*stored)->version == "0.117.0");
+    CHECK((*stored)->all_packages_hash == "all");
+    REQUIRE((*stored)->statuses.size() == 1);
+    CHECK((*stored)->statuses[0].code == Code::install_failed);
+    CHECK((*stored)->statuses[0].offered_version == "0.118.0");
+    CHECK((*stored)->statuses[0].error.find("rolled back to 0.117.0") != std::string::npos);
+    e.inst.reset();
+    Installer again(e.v.sched, e.ports(), e.restart_settings(), nullptr);
+    again.set_active("0.117.0", (*stored)->package_hash);
+    again.restore(**stored);
+    REQUIRE(again.report().packages.size() == 1);
+    CHECK(again.report().packages[0].code == Code::install_failed);
+    CHECK(again.report().packages[0].agent_has_version == "0.117.0");
+    CHECK(again.report().all_packages_hash == "all");
+    // The failed offer again is refused from last-attempt.json; the installed one again is
+    // answered Installed from the volume — neither downloads.
+    size_t fetches = e.fetcher.requests.size();
+    again.offer(next);
+    for (int i = 0; i < 20; ++i) e.v.sched.run_pending();
+    CHECK(again.report().packages[0].error.rfind("failed before", 0) == 0);
+    again.offer(e.offer());
+    for (int i = 0; i < 20; ++i) e.v.sched.run_pending();
+    CHECK(again.state() == State::idle);
+    CHECK(again.report().packages[0].code == Code::installed);
+    CHECK(again.report().packages[0].agent_has_version == "0.117.0");
     CHECK(e.fetcher.requests.size() == fetches);
 }
