@@ -6,13 +6,14 @@ namespace myr::cli {
 
 const std::vector<Command>& commands() {
     static const std::vector<Command> table = {
-        {"container", "run as PID 1 of a container: seed the collector, supervise, report",
+        {"container", "run as PID 1 of a container: seed, supervise, report, install offers",
          "Usage: myriarch-updater container --config FILE\n"
          "\n"
          "Runs as the main process (PID 1) of a container: recovers and seeds the collector on\n"
          "the volume, starts container.supervisorCommand as a child, serves /healthz and /readyz\n"
-         "on container.healthListen, and reports to the OpAMP server. Installing offered versions\n"
-         "is not built yet: offers are answered InstallFailed (see the README, Status).\n"
+         "on container.healthListen, reports to the OpAMP server, and installs the collector\n"
+         "versions it offers: download, verification, preflight, swap, health check, rollback\n"
+         "(docs/update.md).\n"
          "Linux only.\n"
          "\n"
          "Options:\n"
@@ -71,8 +72,8 @@ const Command* find_command(const std::string& name) {
 std::string overview() {
     std::string out =
         "myriarch-updater: runs an OpenTelemetry collector's supervisor as PID 1 of a container,\n"
-        "with the collector binary on a volume (seeded, journaled, recovered) and an OpAMP agent.\n"
-        "Installing the versions the server offers is not built yet (see the README, Status).\n"
+        "with the collector binary on a volume (seeded, journaled, recovered), an OpAMP agent, and\n"
+        "an installer for the versions the server offers.\n"
         "\n"
         "Usage: myriarch-updater <command> [options]\n"
         "\n"
