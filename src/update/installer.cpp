@@ -280,7 +280,11 @@ void Installer::work(State s) {
         case State::staging:
             set_status(Code::installing);
             step_ = ports_.stager.stage(artifact_->path, bound([this](Result<Stager::Staged> r) {
-                if (!r) return post(Event::failed, "stage: " + r.error().message());
+                if (!r) {
+                    // Extraction refusals already read `stage: <member>: <rule>`.
+                    const std::string& m = r.error().message();
+                    return post(Event::failed, m.rfind("stage: ", 0) == 0 ? m : "stage: " + m);
+                }
                 staged_ = std::move(r.value());
                 post(Event::done);
             }));

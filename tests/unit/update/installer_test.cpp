@@ -370,6 +370,13 @@ TEST_CASE("installer: staging and preflight failures change nothing and discard 
         CHECK(rig.top().error == "stage: member ../collector.binary: `..` component refused");
         CHECK(rig.trace.back() == "finish:clear:attempt=failed");
     }
+    SUBCASE("staging, with the extraction's own `stage: <member>: <rule>`: not prefixed twice") {
+        Rig rig;
+        rig.stager.error = "stage: ../escape: refusing member name with a '..' component";
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        CHECK(rig.top().error == "stage: ../escape: refusing member name with a '..' component");
+    }
     SUBCASE("preflight") {
         Rig rig;
         rig.preflight.error = "validate exited 1: error decoding 'receivers'";
