@@ -426,6 +426,10 @@ void Installer::work(State s) {
             // A rollback that did not switch back keeps the journal: the next start's recovery
             // decides from the volume.
             f.clear_journal = rb_switched_;
+            // Switched back: the version that failed is neither active nor previous, and GC
+            // removes it as it would at a commit (otherwise every failed release stays on the
+            // volume until the next successful install).
+            f.gc = rb_switched_;
             f.attempt = attempt("rolled-back", why);
             last_attempt_ = f.attempt;
             set_status(Code::install_failed, why);

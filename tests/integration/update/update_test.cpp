@@ -285,6 +285,10 @@ TEST_CASE("update: one step back to previousVersion, and an offer that failed be
         REQUIRE_MESSAGE(st, rig.record());
         REQUIRE(st->status == "InstallFailed");
         first_reason = st->error;
+        // GC after the rollback: the failed 0.118.0 goes, the active one and its previous stay.
+        CHECK(wait_until([&] { return list_dir(rig.install + "/versions") ==
+                                      std::vector<std::string>{"0.116.0", "0.117.0"}; },
+                         10s, 50ms));
         CHECK(u.stop() == 0);
     }
     // After a restart the same offer is not tried again: no byte is downloaded.

@@ -416,7 +416,7 @@ TEST_CASE("installer: a failing health check rolls back and says why in one line
           "health check failed: collector http://127.0.0.1:13133/: 503 x29; rolled back to "
           "0.116.0");
     CHECK(rig.top().agent_has_version == "0.116.0");
-    CHECK(rig.trace.back() == "finish:clear:attempt=rolled-back");
+    CHECK(rig.trace.back() == "finish:clear:gc:attempt=rolled-back");
     CHECK_FALSE(rig.inst->unhealthy());
     CHECK(rig.inst->ready());
 }
