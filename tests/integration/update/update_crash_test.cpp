@@ -77,18 +77,20 @@ TEST_CASE("update crash matrix: a crash at every fault point of an install, then
     }
     REQUIRE(passes.size() > install_from);
     passes.erase(passes.begin(), passes.begin() + static_cast<long>(install_from));
-    // The commit is the clearing of the journal inside update.finish: from its `.after` on, the
-    // new version is the one a restart must keep.
+    // The commit is the unlink of the journal inside update.finish: a process crash after it
+    // (even before the directory's fsync) finds no journal, so from the pass after that
+    // `fsx.unlink` on the new version is the one a restart must keep.
     size_t commit = passes.size();
-    bool in_finish = false;
+    bool in_finish = false, in_clear = false;
     for (size_t i = 0; i < passes.size(); ++i) {
         if (passes[i].point == "update.finish.before") in_finish = true;
-        if (in_finish && passes[i].point == "journal.clear.after") {
-            commit = i;
+        if (in_finish && passes[i].point == "journal.clear.before") in_clear = true;
+        if (in_clear && passes[i].point == "fsx.unlink") {
+            commit = i + 1;
             break;
         }
     }
-    REQUIRE_MESSAGE(commit < passes.size(), "no journal.clear.after inside update.finish");
+    REQUIRE_MESSAGE(commit < passes.size(), "no unlink of the journal in the trace");
     std::string names;
     for (const auto& p : passes) names += label(p) + " ";
     MESSAGE("fault points of an install: " << passes.size() << ": " << names);
