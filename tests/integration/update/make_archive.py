@@ -37,6 +37,8 @@ def tar_gz(members):
 
 if kind == 'symlink':
     blob = tar_gz([member('otelcol-contrib', type_=tarfile.SYMTYPE, link='/bin/sh')])
+elif kind == 'hardlink':
+    blob = tar_gz([member('real', data), member('otelcol-contrib', type_=tarfile.LNKTYPE, link='real')])
 elif kind == 'dotdot':
     blob = tar_gz([member('otelcol-contrib', data), member('../escape', b'x')])
 elif kind == 'absolute':

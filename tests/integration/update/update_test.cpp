@@ -23,7 +23,9 @@ void check_settled(const Rig& rig, const std::string& version) {
     CHECK_MESSAGE(rig.violations(version).empty(), joined(rig.violations(version)));
     CHECK(wait_until([&] { return rig.probe("/readyz") == 200; }, 20s, 50ms));
     CHECK(rig.storage_unchanged());
-    CHECK(list_dir(rig.spool()).empty());
+    // The outcome is reported before the clean-up that follows it has run.
+    CHECK_MESSAGE(wait_until([&] { return list_dir(rig.spool()).empty(); }, 10s, 50ms),
+                  "spool: " << joined(list_dir(rig.spool())));
 }
 
 std::string seed(Rig& rig) { return rig.release("0.116.0"); }
@@ -184,7 +186,8 @@ TEST_CASE("update: a rollback whose old version fails too keeps it and reports u
                   st->error);
     CHECK_MESSAGE(rig.violations("0.116.0").empty(), joined(rig.violations("0.116.0")));
     CHECK(rig.storage_unchanged());
-    // Never loops: once rolled back it stays, and tries nothing more on its own.
+    // Never loops: once rolled back and idle it stays, and tries nothing more on its own.
+    REQUIRE(u.wait_for_log("state=idle from=rolled-back", 10s));
     const int states = u.count("update: state");
     std::this_thread::sleep_for(3s);  // the scenario is "nothing happens for a while"
     CHECK(u.count("update: state") == states);
@@ -210,6 +213,9 @@ TEST_CASE("update: the Checking rules through the binary") {
     rig.settle(u);
     const std::string v117 = rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz");
 
+    SUBCASE("a version that does not parse") {
+        expect_failure(rig, u, {"0.117", v117}, "offered version \"0.117\" does not parse");
+    }
     SUBCASE("below minimumVersion") {
         expect_failure(rig, u, {"0.99.0", v117},
                        "version 0.99.0 is below update.minimumVersion 0.100.0");
@@ -319,6 +325,7 @@ TEST_CASE("update: an archive battery through the binary") {
     };
     const Case cases[] = {
         {"symlink", "stage: otelcol-contrib: refusing symlink member"},
+        {"hardlink", "stage: otelcol-contrib: refusing hardlink member"},
         {"dotdot", "stage: ../escape: refusing member name with a '..' component"},
         {"absolute", "stage: /tmp/escape: refusing absolute member name"},
         {"device", "stage: otelcol-contrib: refusing character device member"},
