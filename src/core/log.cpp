@@ -196,7 +196,13 @@ void write_line(std::string line) {
 
 }  // namespace
 
-void write(Level lvl, std::string_view msg, std::initializer_list<Field> fields) {
+namespace {
+
+// The rate limiter's key of a keyed line: the message, a separator no message holds, the key.
+constexpr char kKeySep = '\x1f';
+
+void write_limited(Level lvl, std::string_view msg, std::string_view key,
+                   std::initializer_list<Field> fields) {
     if (!enabled(lvl)) return;
     // Work-queue jobs may log too.
     static std::mutex mu;
@@ -205,12 +211,26 @@ void write(Level lvl, std::string_view msg, std::initializer_list<Field> fields)
     const auto now = std::chrono::steady_clock::now();
     const std::string ts = format_rfc3339(wall_now(), true);
     for (const RateLimiter::Summary& s : limiter.due(now)) {
+        const std::string_view shown = std::string_view(s.msg).substr(0, s.msg.find(kKeySep));
         write_line(render(
-            g_format, ts, s.level, s.msg,
+            g_format, ts, s.level, shown,
             {{"suppressed", s.suppressed}, {"note", "identical lines within 10s not written"}}));
     }
-    if (!limiter.admit(lvl, msg, now)) return;
+    const std::string limit_key =
+        key.empty() ? std::string(msg) : std::string(msg) + kKeySep + std::string(key);
+    if (!limiter.admit(lvl, limit_key, now)) return;
     write_line(render(g_format, ts, lvl, msg, fields));
+}
+
+}  // namespace
+
+void write(Level lvl, std::string_view msg, std::initializer_list<Field> fields) {
+    write_limited(lvl, msg, {}, fields);
+}
+
+void write_keyed(Level lvl, std::string_view msg, std::string_view key,
+                 std::initializer_list<Field> fields) {
+    write_limited(lvl, msg, key, fields);
 }
 
 }  // namespace myr::log

@@ -41,6 +41,11 @@ struct Field {
 // ends one line says how many were suppressed (written with the next line logged, as there is no
 // timer here). A server flood or a HUP storm then costs a few lines, not 100,000.
 void write(Level level, std::string_view msg, std::initializer_list<Field> fields = {});
+// As write(), with the limit counted per (level, message, key): for a fixed message whose subject
+// varies, so that one subject's lines do not use up another's (the installer's state changes,
+// keyed by the offer: a second install within the window is logged in full).
+void write_keyed(Level level, std::string_view msg, std::string_view key,
+                 std::initializer_list<Field> fields = {});
 
 inline constexpr size_t kBurst = 10;
 inline constexpr std::chrono::seconds kWindow{10};

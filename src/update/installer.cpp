@@ -729,12 +729,15 @@ void Installer::log_state(State from, State to) const {
     log::Level level = to == State::failed || to == State::rolling_back || to == State::rolled_back
                            ? log::Level::warn
                            : log::Level::info;
-    log::write(level, "update: state",
-               {{"state", to_string(to)},
-                {"from", to_string(from)},
-                {"version", pkg_ ? pkg_->version : std::string()},
-                {"hash", pkg_ ? hexs(pkg_->hash) : std::string()},
-                {"reason", to == State::failed || to == State::rolling_back ? reason_ : ""}});
+    // Keyed by the offer: an install has about a dozen state changes, and a second install
+    // within the rate limit's window must not lose its own to the first one's.
+    const std::string key = pkg_ ? pkg_->version + "/" + hexs(pkg_->hash) : std::string();
+    log::write_keyed(level, "update: state", key,
+                     {{"state", to_string(to)},
+                      {"from", to_string(from)},
+                      {"version", pkg_ ? pkg_->version : std::string()},
+                      {"hash", pkg_ ? hexs(pkg_->hash) : std::string()},
+                      {"reason", to == State::failed || to == State::rolling_back ? reason_ : ""}});
 }
 
 }  // namespace myr::update

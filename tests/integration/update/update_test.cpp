@@ -79,6 +79,13 @@ TEST_CASE("update: a healthy release is downloaded, swapped, checked and committ
     check_settled(rig, "0.118.0");
     CHECK(rig.marker("0.118.0").previous == "0.117.0");
     CHECK(list_dir(rig.install + "/versions") == std::vector<std::string>{"0.117.0", "0.118.0"});
+    // Every state change of both installs is in the log, although they came within the log's
+    // rate-limit window (10 lines of one message per 10 s).
+    for (const char* s : {"checking", "downloading", "verifying", "staging", "preflight",
+                          "stopping", "swapping", "starting", "health-checking", "committed"}) {
+        CAPTURE(s);
+        CHECK(u.count(std::string("msg=\"update: state\" state=") + s + " ") == 2);
+    }
     CHECK(u.stop() == 0);
 }
 
