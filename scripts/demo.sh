@@ -3,6 +3,8 @@
 # stand-ins, then plays what a pod does: the init containers put the updater and the image's
 # collector on a shared volume, `validate` checks the configuration, and the updater runs as PID 1
 # in a new PID namespace (as root) with the stand-in supervisor: seeding, probes, signals, shutdown.
+# Then the fleet server offers releases over OpAMP: a newer one is downloaded, verified, swapped,
+# checked and committed; one that fails its health check is rolled back.
 # Everything happens under one throw-away directory; nothing outside it is touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,12 +27,14 @@ pod=$(mktemp -d /tmp/myriarch-demo.XXXXXX)
 echo "pod root: $pod"
 mkdir -p "$pod"/{updater-image,collector-image,shared,binaries,supervisor-storage,etc}
 cp "$bin" "$pod/updater-image/myriarch-updater"
+port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+collector_port=$(port)   # where every stand-in collector serves its health
 # A collector "release": the stand-in collector with its version in an appended trailer.
 release() {  # version -> path of a collector image binary of that version
     local f="$pod/releases/otelcol-contrib-$1"
     mkdir -p "$pod/releases"
     cp "$dir/tests/fakes/fake-otelcol" "$f"
-    printf '\n#MYRIARCH-FAKE version=%s health=ok\n' "$1" >> "$f"
+    printf '\n#MYRIARCH-FAKE version=%s health=%s health_port=%s\n' "$1" "${2:-ok}" "$collector_port" >> "$f"
     echo "$f"
 }
 cp "$(release 0.116.0)" "$pod/collector-image/otelcol-contrib"
@@ -51,19 +55,34 @@ run "$pod/shared/myriarch-updater" validate --config packaging/examples/updater.
 # ---------------------------------------------------------------------------------------------
 # The main container: myriarch-updater as PID 1, the stand-in supervisor as its child, an OpAMP
 # server (the project's scripted test server) standing in for myriarchd on 127.0.0.1.
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+touch "$pod/opamp.commands"
 "$dir/tests/servers/opamp-test-server" --port-file "$pod/opamp.port" --record "$pod/opamp.jsonl" \
-    >"$pod/opamp-server.log" 2>&1 &
+    --commands "$pod/opamp.commands" >"$pod/opamp-server.log" 2>&1 &
 server_pid=$!
+# The release server: a plain file server over the pod's releases/ (http on loopback).
+mkdir -p "$pod/artifacts"
+python3 tests/servers/artifact_server.py --dir "$pod/artifacts" --port-file "$pod/artifacts.port" \
+    >"$pod/artifact-server.log" 2>&1 &
+artifact_pid=$!
 upd_pid=""
 wait_pid=""
 cleanup() {
     [ -n "$upd_pid" ] && kill -TERM "$upd_pid" 2>/dev/null
-    kill "$server_pid" 2>/dev/null
+    kill "$server_pid" "$artifact_pid" 2>/dev/null
     wait 2>/dev/null
 }
 trap cleanup EXIT
-for _ in $(seq 50); do [ -s "$pod/opamp.port" ] && break; sleep 0.1; done
+for _ in $(seq 50); do [ -s "$pod/opamp.port" ] && [ -s "$pod/artifacts.port" ] && break; sleep 0.1; done
+artifacts_url=http://127.0.0.1:$(cat "$pod/artifacts.port")/artifacts
+# Signed releases need node and the npm signer under tests/interop (scripts/deps.sh installs
+# them): a private test root stands in for Sigstore's. Without them the demo says so and installs
+# unsigned releases with requireSignature: false.
+signing=false
+if command -v node >/dev/null && [ -d tests/interop/node_modules/@sigstore/sign ]; then signing=true; fi
+# The identity the test signer's certificates carry (tests/interop/sigstore-make.mjs).
+sig_subject="https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0"
+sig_issuer="https://token.actions.githubusercontent.com"
+touch "$pod/etc/effective.yaml"   # the collector configuration `validate` checks
 health_port=$(port)
 
 write_config() {  # seedPolicy
@@ -72,12 +91,21 @@ server:
   endpoint: ws://127.0.0.1:$(cat "$pod/opamp.port")/v1/opamp
   heartbeatInterval: 5s
 update:
-  requireSignature: false        # this demo installs nothing over OpAMP
+$(if $signing; then printf '  requireSignature: true\n  trustedRootFile: %s\n  signerIdentity:\n    subject: "%s"\n    issuer: "%s"\n' \
+    "$pod/sigstore/trusted_root.json" "$sig_subject" "$sig_issuer"
+  else printf '  requireSignature: false       # no node here to sign the demo releases\n'; fi)
+  allowedDownloadPrefixes: ["$artifacts_url/"]
+  healthTimeout: 6s
+  healthSuccesses: 2
+  healthInterval: 500ms
 collector:
   installDir: $pod/binaries/collector
   stateDir: $pod/binaries/state
+  healthUrl: http://127.0.0.1:$collector_port/
+  configFile: $pod/etc/effective.yaml
 supervisor:
   storageDir: $pod/supervisor-storage
+  healthUrl: ""                  # the stand-in supervisor serves none here
 container:
   supervisorCommand: ["$PWD/$dir/tests/fakes/fake-opampsupervisor",
     "--agent", "$pod/binaries/collector/current/otelcol-contrib",
@@ -164,6 +192,91 @@ start_pod "an older image (0.115.0) under seedPolicy newest: the volume's 0.117.
 stop_pod
 
 start_pod "seedPolicy image, the emergency switch: the image's 0.115.0 is activated whatever the volume has" image
+stop_pod
+
+# ---------------------------------------------------------------------------------------------
+# The main job: the fleet server offers a release over OpAMP.
+build_release() {  # version health: the release archive on the release server
+    local rel="$pod/releases/tree-$1"
+    mkdir -p "$rel"
+    cp "$(release "$1" "$2")" "$rel/otelcol-contrib"
+    tar czf "$pod/artifacts/otelcol-contrib_$1_linux.tar.gz" -C "$rel" otelcol-contrib
+}
+offer() {  # version: has the server offer that release
+    local name="otelcol-contrib_$1_linux.tar.gz"
+    {
+        echo "name=otelcol-contrib"
+        echo "version=$1"
+        echo "url=$artifacts_url/$name"
+        echo "sha256=$(sha256sum "$pod/artifacts/$name" | cut -c1-64)"
+        if $signing; then echo "signature_file=$pod/sigstore/signed/$name.json"; fi
+    } > "$pod/offer-$1.txt"
+    echo "  release $name ($(stat -c %s "$pod/artifacts/$name") bytes), offered as:"
+    sed 's/^/    /' "$pod/offer-$1.txt"
+    echo "release=$pod/offer-$1.txt" >> "$pod/opamp.commands"
+}
+await_status() {  # version: waits for Installed or InstallFailed and prints the statuses seen
+    python3 - "$pod/opamp.jsonl" "$1" <<'PY'
+import json, sys, time
+path, version = sys.argv[1], sys.argv[2]
+seen, deadline = [], time.time() + 90
+while time.time() < deadline:
+    final = None
+    seen = []
+    for line in open(path):
+        if not line.endswith("\n"):
+            break
+        for p in (json.loads(line).get("package_statuses") or {}).get("packages", []):
+            if p["server_offered_version"] != version:
+                continue
+            s = (p["status"], p["agent_has_version"], p["error_message"])
+            if not seen or seen[-1] != s:
+                seen.append(s)
+            if p["status"] in ("Installed", "InstallFailed"):
+                final = s
+    if final:
+        break
+    time.sleep(0.2)
+for status, has, err in seen:
+    print(f"  PackageStatus {status:<13} agent_has_version={has}" + (f"\n      error_message: {err}" if err else ""))
+PY
+}
+states() {  # version: the installer's states for that offer, from its log
+    printf '  installer states:'
+    grep 'msg="update: state"' "$pod/updater.log" | grep -F "version=$1" | grep -o ' state=[a-z-]*' | sed 's/ state=/ /' | tr -d '\n'
+    echo
+}
+show_volume() {
+    echo "  volume:"
+    (cd "$pod/binaries" && find collector -path '*/.staging' -prune -o -print | sort | sed 's/^/    /')
+    echo "    current -> $(readlink "$pod/binaries/collector/current")"
+    echo "    marker: $(cat "$pod/binaries/collector/current/install.json")"
+    echo "  last-attempt.json: $(cat "$pod/binaries/state/last-attempt.json" 2>/dev/null)"
+    probe /readyz
+}
+build_release 0.118.0 ok
+build_release 0.119.0 fail
+if $signing; then
+    # A private test root stands in for Sigstore's public one: the releases are signed under it
+    # by a real signer (@sigstore/sign) whose Fulcio and Rekor are answered in-process.
+    node tests/interop/sigstore-make.mjs "$pod/sigstore" "$pod"/artifacts/*.tar.gz >/dev/null
+    echo "signed under a private test root: $(ls "$pod/sigstore/signed" | tr '\n' ' ')"
+else
+    echo "NOTE: node or tests/interop/node_modules is missing: the releases are NOT signed and"
+    echo "      the config says requireSignature: false (bash scripts/deps.sh installs the signer)."
+fi
+start_pod "OpAMP installs: the updater runs 0.115.0 and waits for the fleet server's offers" newest
+for _ in $(seq 100); do grep -q 'opamp connected' "$pod/updater.log" && break; sleep 0.1; done
+say "the server offers 0.118.0: download, $($signing && echo 'SHA-256 + Sigstore' || echo 'SHA-256 (unsigned)'), extract, preflight, swap, health check, commit"
+offer 0.118.0
+await_status 0.118.0
+states 0.118.0
+show_volume
+say "the server offers 0.119.0, whose health check fails: rolled back to 0.118.0"
+offer 0.119.0
+await_status 0.119.0
+states 0.119.0
+show_volume
 stop_pod
 
 say "done: everything lived under $pod (removed now; set MYR_DEMO_KEEP=1 to keep it)"

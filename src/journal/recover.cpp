@@ -179,11 +179,12 @@ Result<Recovery> recover(const store::Volume& vol, Journal& journal) {
     auto temps = sweep_temps(vol, journal);
     if (!temps) return temps.fail("recover");
     out.temp_removed = *temps;
-    if (out.record && out.record->op == Op::update) {
-        auto spool = clear_spool(journal);
-        if (!spool) return spool.fail("recover");
-        out.spool_removed = *spool;
-    }
+    // At every start, not only after an interrupted update: a crash after an install's commit
+    // (journal already cleared) can leave the downloaded artifact behind, and no download runs
+    // before recovery, so nothing in the spool is in use.
+    auto spool = clear_spool(journal);
+    if (!spool) return spool.fail("recover");
+    out.spool_removed = *spool;
     // Last, so that a crash anywhere above repeats the whole recovery at the next start.
     if (clear_journal) MYR_TRY(journal.clear(), "recover");
     log_recovery(out);

@@ -30,9 +30,11 @@ Result<update::Stager::Staged> extract(const store::Volume& vol, const std::stri
         got = stage::extract_binary(fd.get(), vol.binary(), staging->fd.get(), limits);
     }
     if (!got) {
-        // The extraction error is the one to report; a leftover is cleaned at the next start.
+        // The extraction error is the one to report, as it is: `stage: <member>: <rule>` names
+        // what is wrong with the archive; the spool path would only hide it. A leftover is
+        // cleaned at the next start.
         (void)store::discard_staging(vol, staging->id);
-        return got.fail("extract " + archive);
+        return got.fail();
     }
     return update::Stager::Staged{staging->id, store::staged_binary_path(vol, staging->id),
                                   got->sha256_hex, got->size};

@@ -362,7 +362,11 @@ void Installer::work(State s) {
         case State::staging:
             set_status(Code::installing);
             step_ = ports_.stager.stage(artifact_->path, bound([this](Result<Stager::Staged> r) {
-                if (!r) return post(Event::failed, "stage: " + r.error().message());
+                if (!r) {
+                    // Extraction refusals already read `stage: <member>: <rule>`.
+                    const std::string& m = r.error().message();
+                    return post(Event::failed, m.rfind("stage: ", 0) == 0 ? m : "stage: " + m);
+                }
                 staged_ = std::move(r.value());
                 post(Event::done);
             }));
@@ -501,6 +505,10 @@ void Installer::work(State s) {
             // A rollback that did not switch back keeps the journal: the next start's recovery
             // decides from the volume.
             f.clear_journal = rb_switched_;
+            // Switched back: the version that failed is neither active nor previous, and GC
+            // removes it as it would at a commit (otherwise every failed release stays on the
+            // volume until the next successful install).
+            f.gc = rb_switched_;
             f.attempt = attempt("rolled-back", why);
             last_attempt_ = f.attempt;
             set_status(Code::install_failed, why);

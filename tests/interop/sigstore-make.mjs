@@ -1,5 +1,8 @@
 // Makes fresh Sigstore test material with a private trust root, offline:
-//   node sigstore-make.mjs OUTDIR
+//   node sigstore-make.mjs OUTDIR [ARTIFACT...]
+// The first ARTIFACT, when given, is the file the cases sign (a release archive of the installer's
+// tests) instead of a few random bytes; every ARTIFACT is also signed on its own under the same
+// root into OUTDIR/signed/<its file name>.json (the demo's releases).
 // A real signer (@sigstore/sign) signs an artifact while its Fulcio and Rekor calls are answered
 // in-process by @sigstore/mock (through nock). The script writes:
 //   OUTDIR/trusted_root.json            the private root (CA, Rekor key, CT log key)
@@ -179,7 +182,9 @@ function toV03(bundle) {
 // --- the cases ------------------------------------------------------------------------------------
 async function main() {
   fs.mkdirSync(path.join(out, 'cases'), { recursive: true });
-  const artifact = Buffer.from(`myriarch test artifact ${crypto.randomBytes(8).toString('hex')}\n`);
+  const artifact = process.argv[3]
+    ? fs.readFileSync(process.argv[3])
+    : Buffer.from(`myriarch test artifact ${crypto.randomBytes(8).toString('hex')}\n`);
   const other = Buffer.from('a different artifact\n');
   fs.writeFileSync(path.join(out, 'artifact'), artifact);
   fs.writeFileSync(path.join(out, 'other-artifact'), other);
@@ -273,6 +278,12 @@ async function main() {
       artifact: c.artifact, subject: c.subject, issuer: c.issuer, expect: c.expect,
       root: c.root || 'trusted_root.json',
     }, null, 2));
+  }
+  const extra = process.argv.slice(3);
+  if (extra.length) fs.mkdirSync(path.join(out, 'signed'), { recursive: true });
+  for (const file of extra) {
+    const b = await signWith(services, fs.readFileSync(file), SUBJECT, ISSUER);
+    fs.writeFileSync(path.join(out, 'signed', path.basename(file) + '.json'), JSON.stringify(b, null, 2));
   }
   nock.cleanAll();
   console.log(`wrote ${cases.length} cases to ${out}`);

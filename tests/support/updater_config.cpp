@@ -20,11 +20,35 @@ std::string UpdaterConfig::yaml() const {
     std::string command;
     for (const auto& a : supervisor_command) command += (command.empty() ? "" : ", ") + quote(a);
     std::string listen = health_port ? "127.0.0.1:" + std::to_string(health_port) : "";
+    std::string prefixes;
+    for (const auto& p : allowed_download_prefixes) {
+        prefixes += (prefixes.empty() ? "" : ", ") + quote(p);
+    }
+    std::string signer;
+    if (!signer_subject.empty() || !signer_issuer.empty()) {
+        signer = "  signerIdentity:\n" +
+                 (signer_subject.empty() ? "" : "    subject: " + quote(signer_subject) + "\n") +
+                 (signer_issuer.empty() ? "" : "    issuer: " + quote(signer_issuer) + "\n");
+    }
+    auto boolean = [](const std::optional<bool>& b) {
+        return b ? std::string(*b ? "true" : "false") : std::string();
+    };
+    auto number = [](const std::optional<int>& n) { return n ? std::to_string(*n) : ""; };
     return "server:\n" + field("endpoint", endpoint) + field("caFile", ca_file) +
            field("enrollmentTokenFile", enrollment_token_file) + "update:\n" +
-           field("requireSignature", require_signature ? "true" : "false") + "collector:\n" +
-           field("installDir", install_dir) + field("stateDir", state_dir) + "supervisor:\n" +
-           field("storageDir", storage_dir) + field("healthUrl", supervisor_health_url) +
+           field("requireSignature", require_signature ? "true" : "false") +
+           field("trustedRootFile", trusted_root_file) + signer +
+           field("allowedDownloadPrefixes", prefixes.empty() ? "" : "[" + prefixes + "]") +
+           field("minimumVersion", minimum_version) +
+           field("allowDowngrade", boolean(allow_downgrade)) +
+           field("maxArtifactSize", max_artifact_size) + field("healthTimeout", health_timeout) +
+           field("healthSuccesses", number(health_successes)) +
+           field("healthInterval", health_interval) + "collector:\n" +
+           field("installDir", install_dir) + field("stateDir", state_dir) +
+           field("keepVersions", number(keep_versions)) +
+           (collector_health_url ? "  healthUrl: " + quote(*collector_health_url) + "\n" : "") +
+           field("configFile", config_file) + "supervisor:\n" + field("storageDir", storage_dir) +
+           (supervisor_health_off ? "  healthUrl: \"\"\n" : field("healthUrl", supervisor_health_url)) +
            "container:\n" + "  supervisorCommand: [" + command + "]\n" +
            field("seedBinary", seed_binary) + field("seedPolicy", seed_policy) +
            field("stopSignal", stop_signal) + field("stopTimeout", stop_timeout) +

@@ -15,12 +15,25 @@ struct UpdaterConfig {
     std::string ca_file;
     // update
     bool require_signature = false;
+    std::string trusted_root_file;
+    std::string signer_subject, signer_issuer;  // update.signerIdentity
+    std::vector<std::string> allowed_download_prefixes;
+    std::string minimum_version;
+    std::optional<bool> allow_downgrade;
+    std::string max_artifact_size;
+    std::string health_timeout, health_interval;
+    std::optional<int> health_successes;
     // collector
     std::string install_dir;
     std::string state_dir;
+    std::optional<int> keep_versions;
+    // nullopt keeps the default URL; "" turns the collector's health check off.
+    std::optional<std::string> collector_health_url;
+    std::string config_file;
     // supervisor
     std::string storage_dir;
     std::string supervisor_health_url;
+    bool supervisor_health_off = false;  // healthUrl: "" (the stand-in serves none by default)
     // container
     std::vector<std::string> supervisor_command;
     std::string seed_binary;

@@ -16,6 +16,7 @@
 
 #include "../net/test_server.hpp"
 #include "download/http_downloader.hpp"
+#include "artifact_server.hpp"
 #include "harness.hpp"
 #include "hash/sha256.hpp"
 
@@ -40,59 +41,7 @@ inline std::string hex_of(const std::string& data) {
     return hash::to_hex(hash::sha256(data));
 }
 
-class ArtifactServer {
-  public:
-    explicit ArtifactServer(const std::string& dir, const TestPki* pki = nullptr) : dir_(dir) {
-        std::vector<std::string> argv = {"python3",
-                                         source_dir() + "/tests/servers/artifact_server.py",
-                                         "--dir",
-                                         dir,
-                                         "--port-file",
-                                         dir + "/port",
-                                         "--stats",
-                                         dir + "/stats.json"};
-        if (pki != nullptr) {
-            argv.insert(argv.end(), {"--tls-cert", pki->server_cert, "--tls-key", pki->server_key});
-        }
-        proc_.emplace(Process::spawn(argv));
-        REQUIRE(wait_until([&] { return exists(dir + "/port"); }, 10s));
-        port_ = std::stoi(read_file(dir + "/port"));
-    }
-    int port() const { return port_; }
-    std::string url(const std::string& scheme, const std::string& rest) const {
-        return scheme + "://127.0.0.1:" + std::to_string(port_) + "/artifacts/" + rest;
-    }
-    // The server's record once no answer is being sent any more (each byte counted).
-    std::string stats() const {
-        std::string s;
-        wait_until(
-            [&] {
-                s = read_file(dir_ + "/stats.json");
-                return s.empty() || s.find("\"active\": 0") != std::string::npos;
-            },
-            5s);
-        return s;
-    }
-    uint64_t bytes_served() const {
-        std::smatch m;
-        const std::string s = stats();
-        if (!std::regex_search(s, m, std::regex("\"bytes\": ([0-9]+)"))) return 0;
-        return std::stoull(m[1]);
-    }
-    size_t requests() const {
-        const std::string s = stats();
-        size_t n = 0;
-        for (size_t at = s.find("\"path\""); at != std::string::npos; at = s.find("\"path\"", at + 1)) {
-            ++n;
-        }
-        return n;
-    }
-
-  private:
-    std::string dir_;
-    std::optional<Process> proc_;
-    int port_ = 0;
-};
+using myr::test::ArtifactServer;
 
 struct Fetch {
     std::optional<Result<Artifact>> done;
@@ -143,7 +92,7 @@ struct Rig {
             ::mkdir((tmp / "pki").c_str(), 0755);
             pki.emplace(make_test_pki(tmp / "pki"));
         }
-        server.emplace(files, pki ? &*pki : nullptr);
+        server.emplace(files, pki ? pki->server_cert : "", pki ? pki->server_key : "");
     }
     ~Rig() { CHECK(loop.close() == 0); }
     std::string scheme() const { return pki ? "https" : "http"; }

@@ -136,6 +136,15 @@ TEST_CASE("log: identical lines past the burst are counted and summarised once")
     CHECK(rl.admit(log::Level::warn, "empty message", t0 + log::kWindow));  // a new window
 }
 
+TEST_CASE("log: a keyed line counts against its own key, not the message's other keys") {
+    log::RateLimiter rl;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < log::kBurst; ++i) CHECK(rl.admit(log::Level::info, "m\x1f" "a", t0));
+    CHECK_FALSE(rl.admit(log::Level::info, "m\x1f" "a", t0));
+    CHECK(rl.admit(log::Level::info, "m\x1f" "b", t0));
+    CHECK(rl.admit(log::Level::info, "m", t0));
+}
+
 TEST_CASE("log: a flood of one warning writes a handful of lines, not one each") {
     // stderr goes to a file for the length of the flood.
     char path[] = "/tmp/myr-log-XXXXXX";

@@ -130,6 +130,19 @@ TEST_CASE("recover: a symlink planted as the journal is moved aside, its target 
     CHECK_FALSE(test::exists(f.state + "/journal.json"));
 }
 
+TEST_CASE("recover: a spool leftover without a journal goes too (a crash after a commit)") {
+    Fixture f;
+    f.activate("0.116.0", "a");
+    ::mkdir((f.state + "/spool").c_str(), 0755);
+    test::write_file(f.state + "/spool/0123abcd", "a whole artifact");
+    auto r = journal::recover(f.vol, f.j);
+    REQUIRE(r);
+    CHECK(r->journal == journal::Loaded::Kind::absent);
+    CHECK(r->spool_removed == 1);
+    CHECK(test::list_dir(f.state + "/spool").empty());
+    CHECK(f.current() == "0.116.0");
+}
+
 TEST_CASE("recover: an update cut before the switch leaves current; staging and spool go") {
     Fixture f;
     f.activate("0.115.0", "a");

@@ -388,6 +388,13 @@ TEST_CASE("installer: staging and preflight failures change nothing and discard 
         CHECK(rig.top().error == "stage: member ../collector.binary: `..` component refused");
         CHECK(rig.trace.back() == "finish:clear:attempt=failed:packages");
     }
+    SUBCASE("staging, with the extraction's own `stage: <member>: <rule>`: not prefixed twice") {
+        Rig rig;
+        rig.stager.error = "stage: ../escape: refusing member name with a '..' component";
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        CHECK(rig.top().error == "stage: ../escape: refusing member name with a '..' component");
+    }
     SUBCASE("preflight") {
         Rig rig;
         rig.preflight.error = "validate exited 1: error decoding 'receivers'";
@@ -427,7 +434,7 @@ TEST_CASE("installer: a failing health check rolls back and says why in one line
           "health check failed: collector http://127.0.0.1:13133/: 503 x29; rolled back to "
           "0.116.0");
     CHECK(rig.top().agent_has_version == "0.116.0");
-    CHECK(rig.trace.back() == "finish:clear:attempt=rolled-back:packages");
+    CHECK(rig.trace.back() == "finish:clear:gc:attempt=rolled-back:packages");
     CHECK_FALSE(rig.inst->unhealthy());
     CHECK(rig.inst->ready());
 }

@@ -1,0 +1,135 @@
+// The crash matrix of an install through the real binary as PID 1 (docs/update.md, "What is
+// journaled"): a traced install lists the fault points it passes; the binary is then crashed at
+// each of them in turn (MYRIARCH_FAULT=<point>:crash@N) and restarted without the fault. After
+// every restart: `current` names an intact version, the new one exactly when the crash came
+// after the commit (the journal's clearing); nothing is left in staging or the spool; the
+// supervisor's storage is unchanged; /readyz is 200; and the next report tells the truth.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include "fault_trace.hpp"
+#include "update_rig.hpp"
+
+using namespace myr::test;
+using namespace myr::test::upd;
+
+namespace {
+
+// After a restart: `version` active and intact and what the agent reports about it true. The
+// first report after a restart carries no package status; the server offers the release again,
+// and the answer must name what `current` names: Installed without a download when the new one
+// is active, or a refusal of the interrupted attempt (or a fresh install) when it is not.
+void check_restart(Rig& rig, const Updater& u, const std::string& version, const Offer& again,
+                   std::vector<std::string>& violations, const std::string& label) {
+    for (const auto& v : rig.violations(version)) violations.push_back(label + ": " + v);
+    if (!list_dir(rig.spool()).empty()) violations.push_back(label + ": the spool is not empty");
+    if (!rig.storage_unchanged()) violations.push_back(label + ": supervisor storage changed");
+    if (rig.probe("/readyz") != 200) violations.push_back(label + ": /readyz not 200");
+    size_t from = rig.mark();
+    rig.offer(again);
+    auto st = rig.wait_status(again.version, "", from, 60s);
+    if (!st) {
+        violations.push_back(label + ": no final status after the restart; log:\n" + u.log());
+        return;
+    }
+    // A fresh install after the restart may legitimately move `current` on: judge by it.
+    if (st->has != rig.current().substr(std::string("versions/").size())) {
+        violations.push_back(label + ": reported " + st->has + " but current is " +
+                             rig.current() + " (" + st->status + " " + st->error + ")");
+    }
+    if (version == again.version && st->status != "Installed") {
+        violations.push_back(label + ": the active new version reported " + st->status + ": " +
+                             st->error);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("update crash matrix: a crash at every fault point of an install, then a restart") {
+    if (!can_run_pid1()) return;
+    Rig rig;
+    rig.first_start(rig.release("0.116.0"));
+    const std::string archive = rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz");
+    const Offer offer{"0.117.0", archive};
+
+    // The traced install: the passes before the offer belong to the start, not to the install.
+    const std::string trace = rig.dir / "trace";
+    std::vector<FaultPass> passes;
+    size_t install_from = 0;
+    {
+        SpawnOptions traced;
+        traced.env["MYRIARCH_FAULT_TRACE"] = trace;
+        const size_t m = rig.mark();
+        Updater u(rig.config(), Launch::pid1, traced);
+        rig.await_start(u, m);
+        install_from = read_fault_trace(trace).size();
+        size_t from = rig.mark();
+        rig.offer(offer);
+        auto st = rig.wait_status("0.117.0", "", from);
+        REQUIRE_MESSAGE(st, rig.record() << "\nlog:\n" << u.log());
+        REQUIRE_MESSAGE(st->status == "Installed", st->error);
+        REQUIRE(u.stop() == 0);
+        passes = read_fault_trace(trace);
+    }
+    REQUIRE(passes.size() > install_from);
+    passes.erase(passes.begin(), passes.begin() + static_cast<long>(install_from));
+    // The commit is the unlink of the journal inside update.finish: a process crash after it
+    // (even before the directory's fsync) finds no journal, so from the pass after that
+    // `fsx.unlink` on the new version is the one a restart must keep.
+    size_t commit = passes.size();
+    bool in_finish = false, in_clear = false;
+    for (size_t i = 0; i < passes.size(); ++i) {
+        if (passes[i].point == "update.finish.before") in_finish = true;
+        if (in_finish && passes[i].point == "journal.clear.before") in_clear = true;
+        if (in_clear && passes[i].point == "fsx.unlink") {
+            commit = i + 1;
+            break;
+        }
+    }
+    REQUIRE_MESSAGE(commit < passes.size(), "no unlink of the journal in the trace");
+    std::string names;
+    for (const auto& p : passes) names += label(p) + " ";
+    MESSAGE("fault points of an install: " << passes.size() << ": " << names);
+    for (const char* phase : {"downloading", "verifying", "staging", "preflight", "stopping",
+                              "swapping", "starting", "health-checking"}) {
+        const std::string before = std::string("update.") + phase + ".before";
+        CHECK_MESSAGE(std::any_of(passes.begin(), passes.end(),
+                                  [&](const FaultPass& p) { return p.point == before; }),
+                      "the install never passed " << before);
+    }
+
+    std::vector<std::string> violations;
+    int crashed = 0;
+    for (size_t i = 0; i < passes.size(); ++i) {
+        const std::string l = label(passes[i]);
+        const std::string expect = i >= commit ? "0.117.0" : "0.116.0";
+        rig.restore_pristine();
+        {
+            SpawnOptions crash;
+            crash.env["MYRIARCH_FAULT"] = crash_at(passes[i]);
+            const size_t m = rig.mark();
+            Updater u(rig.config(), Launch::pid1, crash);
+            rig.await_start(u, m);
+            rig.offer(offer);
+            int code = u.wait_exit(60s);
+            if (code != 137) {
+                violations.push_back(l + ": exit " + std::to_string(code) + ", not the crash");
+                continue;
+            }
+            ++crashed;
+        }
+        const size_t m = rig.mark();
+        Updater u(rig.config());
+        rig.await_start(u, m);
+        check_restart(rig, u, expect, offer, violations, l);
+        if (u.stop() != 0) violations.push_back(l + ": the restart did not exit 0");
+    }
+    MESSAGE("crashed at " << crashed << " of " << passes.size() << " points; violations: "
+                          << violations.size());
+    CHECK(crashed == static_cast<int>(passes.size()));
+    CHECK_MESSAGE(violations.empty(), joined(violations));
+}

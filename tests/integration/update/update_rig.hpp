@@ -1,0 +1,263 @@
+// The rig of the installer's end-to-end tests (docs/update.md): a container's volume and supervisor
+// storage (wired::Rig), release archives built at test time from fake-otelcol copies, the artifact
+// server that serves them, the scripted OpAMP server that offers them (`release=FILE` through its
+// --commands file), and the updater.yaml that ties them together. The real binary is started from
+// it as PID 1 of a new PID namespace (tests/support/pid1.hpp).
+#pragma once
+
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../container/wired_support.hpp"
+#include "../opamp/opamp_support.hpp"
+#include "artifact_server.hpp"
+#include "harness.hpp"
+#include "pid1.hpp"
+#include "updater_config.hpp"
+
+namespace myr::test::upd {
+
+using namespace std::chrono_literals;
+using opamp::get;
+using opamp::str;
+
+inline std::string joined(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& e : v) s += e + "; ";
+    return s;
+}
+
+// One PackageStatus as the server recorded it.
+struct Status {
+    std::string name, status, has, offered, error;
+};
+
+// What the server is told to offer: one package, by default the TopLevel `otelcol-contrib`.
+struct Offer {
+    Offer(std::string v, std::string f, std::string q = "", std::string u = "")
+        : version(std::move(v)), file(std::move(f)), query(std::move(q)), url(std::move(u)) {}
+    std::string version;
+    std::string file;             // the artifact's name in the artifact directory
+    std::string query;            // appended to the URL (the artifact server's options)
+    std::string url;              // overrides the URL made from `file` and `query`
+    std::string sha256;           // overrides the artifact's real hash
+    std::string name = "otelcol-contrib";
+    int type = 0;                 // 0 TopLevel, 1 Addon
+    std::string signature_file;   // a Sigstore bundle
+};
+
+class Rig : public wired::Rig {
+  public:
+    Rig() : collector_port_(reserve_port()) {
+        artifacts = dir / "artifacts";
+        commands = dir / "commands";
+        run({"mkdir", "-p", artifacts, dir / "rel"});
+        write_file(commands, "");
+        write_file(dir / "effective.yaml", "receivers: {}\n");
+        artifact_server.emplace(artifacts);
+        server.emplace(dir, std::vector<std::string>{"--commands", commands});
+        cfg.endpoint = server->ws_url();
+        cfg.install_dir = install;
+        cfg.state_dir = state;
+        cfg.storage_dir = storage;
+        cfg.supervisor_health_off = true;  // the stand-in serves no health endpoint here
+        cfg.collector_health_url = "http://127.0.0.1:" + std::to_string(collector_port_) + "/";
+        cfg.config_file = dir / "effective.yaml";
+        cfg.allowed_download_prefixes = {"http://127.0.0.1:" +
+                                          std::to_string(artifact_server->port()) + "/artifacts/"};
+        // Quick rounds: a failing health check costs healthTimeout, twice with a rollback.
+        cfg.health_timeout = "4s";
+        cfg.health_successes = 2;
+        cfg.health_interval = "200ms";
+        cfg.stop_timeout = "5s";
+        cfg.supervisor_command = {env_path("MYRIARCH_FAKE_OPAMPSUPERVISOR"),
+                                  "--storage-dir",
+                                  storage,
+                                  "--signals-file",
+                                  signals,
+                                  "--agent",
+                                  install + "/current/otelcol-contrib"};
+        cfg.health_port = health_port();
+    }
+
+    // A fake-otelcol "release" serving its health on the collector port, with more trailer keys.
+    std::string release(const std::string& version, const std::string& extra = "",
+                        int pad_mb = 0) {
+        return image(version,
+                     "health_port=" + std::to_string(collector_port_) +
+                         (extra.empty() ? "" : " " + extra),
+                     pad_mb);
+    }
+
+    // A tar.gz in the artifact directory holding `binary` as `member` (default: at the top).
+    std::string tar_gz(const std::string& binary, const std::string& name,
+                       const std::string& member = "otelcol-contrib") {
+        const std::string tree = dir / ("rel/" + name);
+        const std::string at = tree + "/" + member;
+        REQUIRE(run({"mkdir", "-p", tree, at.substr(0, at.rfind('/'))}).exit_code == 0);
+        REQUIRE(run({"cp", binary, at}).exit_code == 0);
+        RunResult t = run({"tar", "czf", artifacts + "/" + name, "-C", tree, member}, 120s);
+        REQUIRE_MESSAGE(t.exit_code == 0, "tar: " << t.err);
+        return name;
+    }
+    // A hostile (or zip) archive of `binary` made by make_archive.py; its name is `kind`.
+    std::string archive(const std::string& kind, const std::string& binary) {
+        const std::string name = kind + ".archive";
+        RunResult r = run({"python3", source_dir() + "/tests/integration/update/make_archive.py",
+                           artifacts + "/" + name, kind, binary},
+                          120s);
+        REQUIRE_MESSAGE(r.exit_code == 0, "make_archive.py " << kind << ": " << r.err);
+        return name;
+    }
+    std::string sha_of(const std::string& file) const {
+        return wired::sha256_of(artifacts + "/" + file);
+    }
+    std::string url_of(const std::string& file, const std::string& query = "") const {
+        return artifact_server->url("http", file) + (query.empty() ? "" : "?" + query);
+    }
+
+    // The config with the seed image; `tweak` changes fields before it is written.
+    void configure(const std::string& seed, const std::function<void(UpdaterConfig&)>& tweak = {}) {
+        UpdaterConfig c = cfg;
+        c.seed_binary = seed;
+        if (tweak) tweak(c);
+        c.write(config());
+    }
+
+    // Tells the server to offer `o` to the newest connection.
+    void offer(const Offer& o) {
+        const std::string file = dir / ("offer-" + std::to_string(++offers_) + ".txt");
+        std::string text = "name=" + o.name + "\nversion=" + o.version + "\nurl=" +
+                           (o.url.empty() ? url_of(o.file, o.query) : o.url) + "\nsha256=" +
+                           (o.sha256.empty() ? sha_of(o.file) : o.sha256) +
+                           "\ntype=" + std::to_string(o.type) + "\n";
+        if (!o.signature_file.empty()) text += "signature_file=" + o.signature_file + "\n";
+        write_file(file, text);
+        std::ofstream(commands, std::ios::app) << "release=" << file << "\n";
+    }
+
+    // Every PackageStatus the server recorded, in order, from record line `from` on.
+    std::vector<Status> statuses(size_t from = 0) const {
+        std::vector<Status> out;
+        auto all = server->all();
+        for (size_t i = from; i < all.size(); ++i) {
+            json_object* arr = get(get(all[i].get(), "package_statuses"), "packages");
+            if (arr == nullptr) continue;
+            for (size_t k = 0; k < json_object_array_length(arr); ++k) {
+                json_object* p = json_object_array_get_idx(arr, k);
+                out.push_back({str(p, "name"), str(p, "status"), str(p, "agent_has_version"),
+                               str(p, "server_offered_version"), str(p, "error_message")});
+            }
+        }
+        return out;
+    }
+    size_t mark() const { return server->all().size(); }
+
+    // The first status of `package` offered `version` whose status is `status` (or, with
+    // `status` "", a final one: Installed or InstallFailed), after record line `from`.
+    std::optional<Status> wait_status(const std::string& version, const std::string& status = "",
+                                      size_t from = 0, Millis t = 60s,
+                                      const std::string& package = "otelcol-contrib") const {
+        std::optional<Status> found;
+        wait_until(
+            [&] {
+                for (const Status& s : statuses(from)) {
+                    bool want = status.empty()
+                                    ? (s.status == "Installed" || s.status == "InstallFailed")
+                                    : s.status == status;
+                    if (s.name == package && s.offered == version && want) {
+                        found = s;
+                        return true;
+                    }
+                }
+                return false;
+            },
+            t, 50ms);
+        return found;
+    }
+
+    // The statuses of one package's offer, in order ("Installing Downloading … Installed").
+    std::string sequence(const std::string& version, size_t from = 0,
+                         const std::string& package = "otelcol-contrib") const {
+        std::string s;
+        std::string last;
+        for (const Status& st : statuses(from)) {
+            if (st.name != package || st.offered != version || st.status == last) continue;
+            s += (s.empty() ? "" : " ") + st.status;
+            last = st.status;
+        }
+        return s;
+    }
+
+    // A record of what the server saw, for failure messages.
+    std::string record() const { return read_file(server->record()); }
+
+    // Waits until the agent is connected and the supervisor wrote its state; then the storage
+    // is snapshotted: from here on nothing may change it.
+    void settle(const Updater& u) {
+        REQUIRE_MESSAGE(ready(40s), "never ready; log:\n" << u.log());
+        REQUIRE_MESSAGE(wait_until([&] { return connected(); }, 20s, 20ms),
+                        "no OpAMP message; log:\n" << u.log());
+        REQUIRE_MESSAGE(
+            wait_until([&] { return exists(storage + "/persistent_state.yaml"); }, 20s),
+            "the supervisor wrote no state; log:\n" << u.log());
+        storage_before = wired::snapshot(storage);
+    }
+    // A first start that seeds `seed` and lets the supervisor write its state (snapshotted), then
+    // a copy of the volume and state as they are: restore_pristine() puts it back.
+    void first_start(const std::string& seed) {
+        configure(seed);
+        {
+            Updater u(config());
+            settle(u);
+            REQUIRE(u.stop() == 0);
+        }
+        REQUIRE_MESSAGE(violations("0.116.0").empty(), joined(violations("0.116.0")));
+        const std::string at = dir / "pristine";
+        REQUIRE(run({"mkdir", "-p", at}).exit_code == 0);
+        REQUIRE(run({"cp", "-a", install, state, at}).exit_code == 0);
+    }
+    void restore_pristine() const {
+        const std::string at = dir / "pristine";
+        REQUIRE(run({"rm", "-rf", install, state}).exit_code == 0);
+        REQUIRE(run({"cp", "-a", at + "/install", at + "/state", dir.path()}).exit_code == 0);
+    }
+    // Starts the updater; returns once it is ready and its agent connected.
+    void await_start(const Updater& u, size_t from) const {
+        REQUIRE_MESSAGE(ready(40s), "never ready; log:\n" << u.log());
+        REQUIRE_MESSAGE(wait_until([&] { return mark() > from && connected(); }, 20s, 20ms),
+                        "no OpAMP message; log:\n" << u.log());
+    }
+
+    // The newest connection is open and has sent a message: an offer now reaches this start.
+    bool connected() const {
+        auto all = server->all();
+        for (size_t i = all.size(); i-- > 0;) {
+            const std::string e = str(all[i].get(), "event");
+            if (e == "closed") return false;
+            if (e == "message") return true;
+            if (e == "open") return false;
+        }
+        return false;
+    }
+    bool storage_unchanged() const { return wired::snapshot(storage) == storage_before; }
+
+    std::string spool() const { return state + "/spool"; }
+
+    std::string artifacts, commands;
+    UpdaterConfig cfg;
+    std::optional<ArtifactServer> artifact_server;
+    std::optional<opamp::Server> server;
+    std::map<std::string, std::string> storage_before;
+
+  private:
+    int collector_port_;
+    int offers_ = 0;
+};
+
+}  // namespace myr::test::upd
