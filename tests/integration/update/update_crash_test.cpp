@@ -20,18 +20,22 @@ using namespace myr::test::upd;
 namespace {
 
 // After a restart: `version` active and intact and what the agent reports about it true. The
-// first report after a restart carries no package status; the server offers the release again,
-// and the answer must name what `current` names: Installed without a download when the new one
-// is active, or a refusal of the interrupted attempt (or a fresh install) when it is not.
+// server offers the release again, and the answer must name what `current` names: Installed
+// without a download when the new one is active, or a refusal of the interrupted attempt (or a
+// fresh install) when it is not. An offer whose outcome was already written to packages.json
+// before the crash is nothing to do after it (the statuses are restored and reported at connect):
+// then no new status comes, and the one reported since the restart (`restart_mark`) is judged.
 void check_restart(Rig& rig, const Updater& u, const std::string& version, const Offer& again,
-                   std::vector<std::string>& violations, const std::string& label) {
+                   size_t restart_mark, std::vector<std::string>& violations,
+                   const std::string& label) {
     for (const auto& v : rig.violations(version)) violations.push_back(label + ": " + v);
     if (!list_dir(rig.spool()).empty()) violations.push_back(label + ": the spool is not empty");
     if (!rig.storage_unchanged()) violations.push_back(label + ": supervisor storage changed");
     if (rig.probe("/readyz") != 200) violations.push_back(label + ": /readyz not 200");
     size_t from = rig.mark();
     rig.offer(again);
-    auto st = rig.wait_status(again.version, "", from, 60s);
+    auto st = rig.wait_status(again.version, "", from, 15s);
+    if (!st) st = rig.wait_status(again.version, "", restart_mark, 1s);
     if (!st) {
         violations.push_back(label + ": no final status after the restart; log:\n" + u.log());
         return;
@@ -77,6 +81,14 @@ TEST_CASE("update crash matrix: a crash at every fault point of an install, then
     }
     REQUIRE(passes.size() > install_from);
     passes.erase(passes.begin(), passes.begin() + static_cast<long>(install_from));
+    // How many times `download.write` passes depends on how the socket delivers the body (one
+    // pass per buffer written), so its N-th pass may never come in another run. Every such crash
+    // leaves the same state (a partial .part in the spool): its first pass stands for all.
+    passes.erase(std::remove_if(passes.begin(), passes.end(),
+                                [](const FaultPass& p) {
+                                    return p.point == "download.write" && p.pass > 1;
+                                }),
+                 passes.end());
     // The commit is the unlink of the journal inside update.finish: a process crash after it
     // (even before the directory's fsync) finds no journal, so from the pass after that
     // `fsx.unlink` on the new version is the one a restart must keep.
@@ -125,7 +137,7 @@ TEST_CASE("update crash matrix: a crash at every fault point of an install, then
         const size_t m = rig.mark();
         Updater u(rig.config());
         rig.await_start(u, m);
-        check_restart(rig, u, expect, offer, violations, l);
+        check_restart(rig, u, expect, offer, m, violations, l);
         if (u.stop() != 0) violations.push_back(l + ": the restart did not exit 0");
     }
     MESSAGE("crashed at " << crashed << " of " << passes.size() << " points; violations: "
