@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # Builds the myriarch-updater image with podman and prints its size.
 #
-#   packaging/image/build.sh [TAG]                  fresh static release build, then the image
+#   packaging/image/build.sh [TAG]                  the shipped binary (scripts/release.sh), then the image
 #   packaging/image/build.sh --binary FILE [TAG]    image from an already built static binary
 #                                                   (the packaging tests use their own build)
-#   packaging/image/build.sh --arch arm64 [TAG]     the linux/arm64 image, from scripts/release.sh's
-#                                                   cross build (or from --binary FILE)
+#   packaging/image/build.sh --arch arm64 [TAG]     the linux/arm64 image, from the cross build
+#                                                   (or from --binary FILE)
 #
 # TAG defaults to localhost/myriarch-updater:<version> (with -arm64 appended for arm64). The image
-# has no RUN step, so an arm64 image is built here without emulation. The release build goes to
-# build/image-release, set up anew each time so no option of an earlier setup can leak in.
+# has no RUN step, so an arm64 image is built here without emulation.
 # podman runs with packaging/image/containers.conf unless CONTAINERS_CONF is already set.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,18 +36,10 @@ tag=${1:-localhost/myriarch-updater:$version$suffix}
 myr_need_pkgs "${MYR_PACKAGING_PKGS[@]}" file || exit 1
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/containers.conf}
 
-if [ -z "$binary" ] && [ "$arch" = arm64 ]; then
-    MYR_ARCHES=arm64 bash scripts/release.sh >&2
-    binary=dist/myriarch-updater-linux-arm64
-elif [ -z "$binary" ]; then
-    myr_need_pkgs "${MYR_BUILD_PKGS[@]}" || exit 1
-    dir=build/image-release
-    echo "== static release build in $dir" >&2
-    meson setup --wipe "$dir" -Dstatic=true -Dbuildtype=release -Dfault_injection=false \
-        -Dtests=false >/dev/null 2>&1 ||
-        meson setup "$dir" -Dstatic=true -Dbuildtype=release -Dfault_injection=false -Dtests=false >/dev/null
-    ninja -C "$dir" myriarch-updater >/dev/null
-    binary=$dir/myriarch-updater
+if [ -z "$binary" ]; then
+    # The shipped binary of that arch: release flags, section GC and LTO (scripts/release.sh).
+    MYR_ARCHES=$arch bash scripts/release.sh >&2
+    binary=dist/myriarch-updater-linux-$arch
 fi
 
 # A FROM scratch image has no loader: refuse anything but a static executable of the image's arch.
