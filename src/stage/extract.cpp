@@ -35,9 +35,9 @@ constexpr size_t kBlock = 64 * 1024;
 // headers.
 //
 // gzip is inflated here with zlib rather than by libarchive's gzip filter, which does not check
-// the CRC-32 and length of the trailer ("XXX TODO" in 3.6): a deflate stream of stored blocks
-// with flipped bytes would pass. zlib checks both. xz and zstd carry their own checks, verified
-// by liblzma and libzstd under libarchive.
+// the CRC-32 and length of the trailer (left unfinished in its 3.6 source): a deflate stream of
+// stored blocks with flipped bytes would pass. zlib checks both. xz and zstd carry their own
+// checks, verified by liblzma and libzstd under libarchive.
 struct Source {
     int fd = -1;
     uint64_t max_unpacked = 0;

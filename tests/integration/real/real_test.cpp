@@ -76,6 +76,20 @@ Process supervise(const Peers& p) {
     return sup;
 }
 
+// The peers, the opamp-go server and the supervisor run straight from the test, its collector
+// serving: the set-up of the cases that observe the supervisor without the updater.
+struct Supervised {
+    explicit Supervised(const std::string& tools)
+        : p(tools), server(p.dir, tools, {"--token", p.token}), sup(start(p, server)) {}
+    static Process start(Peers& p, const GoServer& server) {
+        p.write_peer_configs(server.ws_url());
+        return supervise(p);
+    }
+    Peers p;
+    GoServer server;
+    Process sup;
+};
+
 }  // namespace
 
 TEST_CASE("real: the updater as PID 1 runs the real supervisor, which runs the real collector") {
@@ -274,10 +288,9 @@ TEST_CASE("real supervisor: INT stops it in order, TERM kills it at once") {
 TEST_CASE("real collector: the preflight's validate costs, next to the running collector") {
     const std::string t = tools();
     if (t.empty()) return;
-    Peers p(t);
-    GoServer server(p.dir, t, {"--token", p.token});
-    p.write_peer_configs(server.ws_url());
-    Process sup = supervise(p);
+    Supervised s(t);
+    Peers& p = s.p;
+    Process& sup = s.sup;
     REQUIRE(wait_until([&] { return exists(p.effective_config()); }, 30s));
     const std::string collector_exe = p.first_binary();
     pid_t collector = find_descendant(sup.pid(), collector_exe);
@@ -377,10 +390,10 @@ TEST_CASE("real supervisor: USR1 and USR2 change nothing, HUP kills it and orpha
     // main subscribes to os.Interrupt only, so Go's defaults apply to the rest.
     const std::string t = tools();
     if (t.empty()) return;
-    Peers p(t);
-    GoServer server(p.dir, t, {"--token", p.token});
-    p.write_peer_configs(server.ws_url());
-    Process sup = supervise(p);
+    Supervised s(t);
+    Peers& p = s.p;
+    GoServer& server = s.server;
+    Process& sup = s.sup;
     // After HUP the group outlives its reaped leader, which Process no longer cleans up: a failed
     // check below must not leave the orphaned collector holding the test's ports.
     struct GroupKill {
