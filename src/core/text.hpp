@@ -10,5 +10,7 @@ namespace myr::text {
 std::string trim(std::string_view s);
 // A-Z mapped to a-z; everything else unchanged.
 std::string lower(std::string_view s);
+// Equal but for the case of A-Z (header names, schemes).
+bool iequals(std::string_view a, std::string_view b);
 
 }  // namespace myr::text

@@ -1,13 +1,12 @@
 #include "download/http_downloader.hpp"
 
-#include <strings.h>
-
 #include <algorithm>
 #include <limits>
 #include <optional>
 #include <utility>
 
 #include "core/random.hpp"
+#include "core/text.hpp"
 #include "download/spool.hpp"
 #include "net/http_response.hpp"
 #include "net/stream.hpp"
@@ -17,10 +16,6 @@ namespace myr::download {
 namespace {
 
 constexpr int kMaxRedirects = 3;
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
 
 bool is_redirect(int status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
@@ -46,7 +41,7 @@ std::vector<std::pair<std::string, std::string>> offer_headers(
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& h : headers) {
         const bool drop = std::any_of(std::begin(dropped), std::end(dropped),
-                                      [&](std::string_view d) { return iequals(h.first, d); });
+                                      [&](std::string_view d) { return text::iequals(h.first, d); });
         if (!drop) out.push_back(h);
     }
     return out;

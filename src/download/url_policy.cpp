@@ -2,18 +2,13 @@
 
 #include <utility>
 
+#include "core/hex.hpp"
+
 namespace myr::download {
 namespace {
 
 Failure refuse(std::string_view text, const char* rule, const std::string& why) {
     return fail(Errc::invalid, std::string(text) + ": refused (rule " + rule + "): " + why);
-}
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
 }
 
 std::string_view path_only(std::string_view path) {
@@ -68,8 +63,8 @@ Result<Url> normalize_download_url(std::string_view text) {
             return refuse(text, "encoded-separator", "the path holds a backslash");
         }
         if (path[i] != '%') continue;
-        const int hi = i + 1 < path.size() ? hex_value(path[i + 1]) : -1;
-        const int lo = i + 2 < path.size() ? hex_value(path[i + 2]) : -1;
+        const int hi = i + 1 < path.size() ? hex::digit(path[i + 1]) : -1;
+        const int lo = i + 2 < path.size() ? hex::digit(path[i + 2]) : -1;
         if (hi < 0 || lo < 0) {
             return refuse(text, "encoded-separator", "the path holds a malformed %-escape");
         }

@@ -8,19 +8,10 @@
 #include <cstring>
 #include <ctime>
 
+#include "core/text.hpp"
+
 namespace myr::net {
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (std::tolower(static_cast<unsigned char>(a[i])) !=
-            std::tolower(static_cast<unsigned char>(b[i]))) {
-            return false;
-        }
-    }
-    return true;
-}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -32,18 +23,18 @@ std::string_view trim(std::string_view s) {
 
 std::optional<std::string_view> HttpHead::header(std::string_view name) const {
     for (const auto& [k, v] : headers) {
-        if (iequals(k, name)) return std::string_view(v);
+        if (text::iequals(k, name)) return std::string_view(v);
     }
     return std::nullopt;
 }
 
 bool HttpHead::header_has_token(std::string_view name, std::string_view token) const {
     for (const auto& [k, v] : headers) {
-        if (!iequals(k, name)) continue;
+        if (!text::iequals(k, name)) continue;
         std::string_view rest = v;
         while (!rest.empty()) {
             const size_t comma = rest.find(',');
-            if (iequals(trim(rest.substr(0, comma)), token)) return true;
+            if (text::iequals(trim(rest.substr(0, comma)), token)) return true;
             if (comma == std::string_view::npos) break;
             rest.remove_prefix(comma + 1);
         }

@@ -9,10 +9,6 @@
 namespace myr::update {
 namespace {
 
-std::string hexs(const std::string& bytes) {
-    return hex::encode(bytes.data(), bytes.size());
-}
-
 // Reasons go into one report field and one log line: multi-line output (a preflight's last lines)
 // is joined, and a runaway message is cut.
 std::string one_line(std::string s) {
@@ -109,7 +105,7 @@ void Installer::restore(Installed in) {
         log::info("update: statuses of the last offer restored",
                   {{"version", top.offered_version},
                    {"status", to_string(top.code)},
-                   {"all_packages_hash", hexs(report_.all_packages_hash)}});
+                   {"all_packages_hash", hex::encode(report_.all_packages_hash)}});
     }
     last_installed_ = std::move(in);
 }
@@ -153,8 +149,8 @@ Installed Installer::ended_packages() const {
 std::string Installer::key_of(const Offer& o) const {
     for (const OfferedPackage& p : o.packages) {
         if (!p.top_level) continue;
-        std::string k = hexs(p.hash) + "/" + p.version;
-        if (p.file) k += "/" + hexs(p.file->content_hash) + "/" + p.file->url;
+        std::string k = hex::encode(p.hash) + "/" + p.version;
+        if (p.file) k += "/" + hex::encode(p.file->content_hash) + "/" + p.file->url;
         return k;
     }
     return "";
@@ -196,7 +192,7 @@ void Installer::offer(Offer o) {
     if (!restored_hash_.empty() && o.all_packages_hash == restored_hash_) {
         log::info("update: offer already installed",
                   {{"version", last_installed_->version},
-                   {"all_packages_hash", hexs(restored_hash_)}});
+                   {"all_packages_hash", hex::encode(restored_hash_)}});
         return;
     }
     restored_hash_.clear();
@@ -290,7 +286,7 @@ void Installer::later(Event ev, std::string reason) {
 // that names it.
 void Installer::enter(State s) {
     if (!journaled(s)) return work(s);
-    VolumeOps::JournalEntry e{std::string(phase(s)), from_, pkg_->version, hexs(pkg_->hash)};
+    VolumeOps::JournalEntry e{std::string(phase(s)), from_, pkg_->version, hex::encode(pkg_->hash)};
     step_ = ports_.volume.write_journal(std::move(e), bound([this, s](Status st) {
         if (!st) {
             if (s == State::rolling_back) {
@@ -339,7 +335,7 @@ void Installer::work(State s) {
             download::Request req;
             req.url = pkg_->file->url;
             req.headers = pkg_->file->headers;
-            req.content_hash_hex = hexs(pkg_->file->content_hash);
+            req.content_hash_hex = hex::encode(pkg_->file->content_hash);
             req.max_size = settings_.max_artifact_size;
             progress_reported_ = false;
             download::Downloader::Handlers h;
@@ -562,7 +558,7 @@ void Installer::check(const Inspection& in) {
     }
     if (in.last_attempt && in.last_attempt->outcome != "installed" &&
         !in.last_attempt->package_hash_hex.empty() &&
-        in.last_attempt->package_hash_hex == hexs(pkg_->hash) &&
+        in.last_attempt->package_hash_hex == hex::encode(pkg_->hash) &&
         in.last_attempt->version == canon) {
         return post(Event::failed, "failed before, not tried again until the offer changes: " +
                                        in.last_attempt->reason);
@@ -595,7 +591,7 @@ void Installer::download_progress(const download::Progress& p) {
 
 void Installer::verify_artifact() {
     set_status(Code::installing);
-    const std::string expected = hexs(pkg_->file->content_hash);
+    const std::string expected = hex::encode(pkg_->file->content_hash);
     if (artifact_->sha256_hex != expected) {
         return later(Event::failed, "content hash mismatch: offered " + expected +
                                         ", downloaded " + artifact_->sha256_hex);
@@ -777,7 +773,7 @@ std::string Installer::describe() const {
 
 Attempt Installer::attempt(std::string outcome, std::string reason) const {
     Attempt a;
-    a.package_hash_hex = hexs(pkg_->hash);
+    a.package_hash_hex = hex::encode(pkg_->hash);
     a.version = pkg_->version;
     a.outcome = std::move(outcome);
     a.reason = std::move(reason);
@@ -813,7 +809,7 @@ void Installer::log_state(State from, State to) const {
                {{"state", to_string(to)},
                 {"from", to_string(from)},
                 {"version", pkg_ ? pkg_->version : std::string()},
-                {"hash", pkg_ ? hexs(pkg_->hash) : std::string()},
+                {"hash", pkg_ ? hex::encode(pkg_->hash) : std::string()},
                 {"reason", to == State::failed || to == State::rolling_back ? reason_ : ""}});
 }
 

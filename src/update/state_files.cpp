@@ -57,10 +57,6 @@ std::string to_text(const json::Ptr& root) {
     return out;
 }
 
-std::string hexs(const std::string& bytes) {
-    return hex::encode(bytes.data(), bytes.size());
-}
-
 template <class T>
 Result<std::optional<T>> load(const journal::Journal& j, const char* name,
                               Result<T> (*parse)(std::string_view)) {
@@ -117,19 +113,19 @@ Status store_attempt(const journal::Journal& j, const Attempt& a) {
 
 std::string render_installed(const Installed& in) {
     json::Ptr root(json_object_new_object());
-    put(root.get(), "allPackagesHash", hexs(in.all_packages_hash));
+    put(root.get(), "allPackagesHash", hex::encode(in.all_packages_hash));
     put(root.get(), "name", in.name);
     put(root.get(), "version", in.version);
-    put(root.get(), "packageHash", hexs(in.package_hash));
+    put(root.get(), "packageHash", hex::encode(in.package_hash));
     json_object* list = json_object_new_array();
     for (const PackageReport& p : in.statuses) {
         json_object* o = json_object_new_object();
         put(o, "name", p.name);
         put(o, "status", to_string(p.code));
         put(o, "agentHasVersion", p.agent_has_version);
-        put(o, "agentHasHash", hexs(p.agent_has_hash));
+        put(o, "agentHasHash", hex::encode(p.agent_has_hash));
         put(o, "offeredVersion", p.offered_version);
-        put(o, "offeredHash", hexs(p.offered_hash));
+        put(o, "offeredHash", hex::encode(p.offered_hash));
         put(o, "error", p.error);
         json_object_array_add(list, o);
     }
