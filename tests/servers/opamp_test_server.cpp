@@ -186,17 +186,21 @@ json_object* to_json(const AgentToServer& m) {
     return o;
 }
 
+// Appends the whole file to `out`; false when it cannot be opened.
+bool slurp(const std::string& path, std::string& out) {
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) return false;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    std::fclose(f);
+    return true;
+}
+
 // A package offer read from a `key=value` file (see release= above), with its all_hash.
 Result<std::pair<PackageAvailable, std::string>> release_from_file(const std::string& path) {
     std::string text;
-    {
-        FILE* f = std::fopen(path.c_str(), "rb");
-        if (f == nullptr) return fail("cannot open");
-        char buf[4096];
-        size_t n;
-        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-        std::fclose(f);
-    }
+    if (!slurp(path, text)) return fail("cannot open");
     PackageAvailable pa;
     DownloadableFile df;
     std::string all_hash;
@@ -227,12 +231,7 @@ Result<std::pair<PackageAvailable, std::string>> release_from_file(const std::st
             all_hash = unhex(v);
             have_all = true;
         } else if (k == "signature_file") {
-            FILE* f = std::fopen(v.c_str(), "rb");
-            if (f == nullptr) return fail("cannot open signature_file " + v);
-            char buf[4096];
-            size_t n;
-            while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) df.signature.append(buf, n);
-            std::fclose(f);
+            if (!slurp(v, df.signature)) return fail("cannot open signature_file " + v);
         } else if (k == "header") {
             auto colon = v.find(':');
             if (colon == std::string::npos) return fail("header without ':': " + v);
