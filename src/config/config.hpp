@@ -66,7 +66,9 @@ struct Collector {
     Activation activation = Activation::symlink;
     uint32_t keep_versions = 1;  // besides the active one; previousVersion always among them
     std::optional<Url> health_url = Url{"http", "127.0.0.1", 13133, "/"};
-    std::string config_file = "/var/lib/otelcol/supervisor/effective.yaml";
+    // Left out of the file: `<supervisor.storageDir>/effective.yaml`, where the supervisor writes
+    // the config it runs the collector with (load_string resolves it; "" only before that).
+    std::string config_file;
     friend bool operator==(const Collector&, const Collector&) = default;
 };
 

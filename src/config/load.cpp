@@ -90,6 +90,11 @@ LoadResult load_string(std::string_view text, const std::string& name, Mode mode
     cfg.path = name;
     Context ctx(name, mode, out.problems);
     decode(root, cfg, ctx);
+    if (cfg.collector.config_file.empty()) {
+        // A default that follows storageDir: a pod that moves the supervisor's storage must not
+        // have its preflight validate a file that is not there.
+        cfg.collector.config_file = cfg.supervisor.storage_dir + "/effective.yaml";
+    }
     check_rules(cfg, ctx);
     if (out.problems.empty()) {
         out.config = std::move(cfg);

@@ -108,6 +108,16 @@ TEST_CASE("config: an empty section means all its defaults") {
     CHECK(c.supervisor.storage_dir == "/var/lib/otelcol/supervisor");
 }
 
+TEST_CASE("config: collector.configFile follows supervisor.storageDir unless given") {
+    // The supervisor writes effective.yaml into its storage: a moved storage moves the default.
+    Config moved = expect_ok(kIdentity + "supervisor:\n  storageDir: /data/sup\n");
+    CHECK(moved.collector.config_file == "/data/sup/effective.yaml");
+    Config given = expect_ok(kIdentity +
+                             "supervisor:\n  storageDir: /data/sup\n"
+                             "collector:\n  configFile: /etc/otelcol/config.yaml\n");
+    CHECK(given.collector.config_file == "/etc/otelcol/config.yaml");
+}
+
 TEST_CASE("config: every key is parsed into its type") {
     Config c = expect_ok(
         "server:\n"
