@@ -131,7 +131,8 @@ func (s *state) onMessage(p *peer, m *protobufs.AgentToServer) *protobufs.Server
 		fields["identifying"] = id
 		fields["non_identifying"] = attrs(d.NonIdentifyingAttributes)
 	}
-	if raw, err := protojson.Marshal(m); err == nil {
+	// Default values too: PackageStatusEnum_Installed is 0, which plain Marshal leaves out.
+	if raw, err := (protojson.MarshalOptions{EmitDefaultValues: true}).Marshal(m); err == nil {
 		fields["msg"] = json.RawMessage(raw)
 	}
 	s.write(fields)

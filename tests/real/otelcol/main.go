@@ -3,12 +3,18 @@
 // uses (OTLP receiver, debug exporter, health_check extension), and nothing else, so that it builds
 // in minutes on two cores. It is NOT otelcol-contrib. The version string is set at link time
 // (-X main.version=...) so that two builds differ and an update has something to swap.
+//
+// A third build sets -X main.brokenStart=<reason>: its --version and `validate` work, but running
+// the collector fails at once with that reason. It is the regression a preflight cannot see (a
+// build that dies at start), and what the real update test rolls back.
 package main
 
 import (
+	"errors"
 	"log"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
+	"github.com/spf13/cobra"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/opampextension"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
@@ -27,6 +33,9 @@ import (
 )
 
 var version = "0.0.0-unset"
+
+// brokenStart, when set at link time, makes every run of the collector itself fail with it.
+var brokenStart = ""
 
 func factories() (otelcol.Factories, error) {
 	var f otelcol.Factories
@@ -63,7 +72,12 @@ func main() {
 			},
 		},
 	}
-	if err := otelcol.NewCommand(settings).Execute(); err != nil {
+	cmd := otelcol.NewCommand(settings)
+	if brokenStart != "" {
+		// Only the root command runs the collector; `validate` and the version flag are untouched.
+		cmd.RunE = func(*cobra.Command, []string) error { return errors.New(brokenStart) }
+	}
+	if err := cmd.Execute(); err != nil {
 		log.Fatalf("collector: %v", err)
 	}
 }
