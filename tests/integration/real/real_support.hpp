@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -41,11 +42,12 @@ inline std::string tools() {
     return dir;
 }
 
+// The collector builds' versions: otelcol-1, otelcol-2, and otelcol-broken (fails at start).
 inline std::vector<std::string> collector_versions(const std::string& tools_dir) {
     std::istringstream in(read_file(tools_dir + "/collector-versions"));
     std::vector<std::string> v;
     for (std::string line; std::getline(in, line);) v.push_back(line);
-    REQUIRE_MESSAGE(v.size() == 2, "collector-versions in " << tools_dir);
+    REQUIRE_MESSAGE(v.size() == 3, "collector-versions in " << tools_dir);
     return v;
 }
 
@@ -72,6 +74,10 @@ class GoServer {
     }
     std::vector<Json> all() const { return opamp::read_lines(record_); }
     std::vector<Json> events(const std::string& e) const { return opamp::events_of(all(), e); }
+    // Appends one offer line to the server's --commands file (tests/real/opampserver/main.go).
+    void offer(const std::string& json_line) const {
+        std::ofstream(commands_, std::ios::app) << json_line << "\n";
+    }
     // The AgentToServer messages whose agent described itself with identifying service.name
     // `service` (on that connection, earlier or in this message).
     std::vector<Json> from(const std::string& service) const {
@@ -166,7 +172,8 @@ struct Peers {
     }
 
     void write_updater(const std::string& endpoint, const std::string& stop_signal = "",
-                       const std::string& ca_file = "") const {
+                       const std::string& ca_file = "",
+                       const std::function<void(UpdaterConfig&)>& tweak = {}) const {
         UpdaterConfig c;
         c.endpoint = endpoint;
         c.ca_file = ca_file;
@@ -181,6 +188,7 @@ struct Peers {
         c.stop_signal = stop_signal;
         c.stop_timeout = "20s";
         c.health_port = updater_health_port;
+        if (tweak) tweak(c);
         c.write(updater_config());
     }
 
@@ -221,6 +229,33 @@ struct Peers {
     int supervisor_health_port = reserve_port();
     int updater_health_port = reserve_port();
 };
+
+// Where `install`/current points ("" when it is no link).
+inline std::string current_of(const std::string& install) {
+    char buf[4096];
+    ssize_t n = ::readlink((install + "/current").c_str(), buf, sizeof buf);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+// Whether a non-updater agent (the supervisor, speaking for its collector) reported identifying
+// service.version `version` on a connection opened at record line `from` or later: a supervisor
+// started after that point, not one that was already running.
+inline bool supervisor_reported(const GoServer& s, const std::string& version, size_t from = 0) {
+    auto all = s.all();
+    std::map<int64_t, bool> fresh;
+    for (size_t i = 0; i < all.size(); ++i) {
+        json_object* j = all[i].get();
+        const std::string event = opamp::str(j, "event");
+        if (event == "open") fresh[opamp::num(j, "conn")] = i >= from;
+        if (event != "message" || !fresh[opamp::num(j, "conn")]) continue;
+        json_object* id = opamp::get(j, "identifying");
+        if (id && opamp::str(id, "service.name") != "myriarch-updater" &&
+            opamp::str(id, "service.version") == version) {
+            return true;
+        }
+    }
+    return false;
+}
 
 // A pid's peak resident set (VmHWM, KiB) and current (VmRSS, KiB) from /proc; -1 when gone.
 inline long proc_kib(pid_t pid, const char* field) {

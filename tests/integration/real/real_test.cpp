@@ -19,25 +19,6 @@ using opamp::str;
 
 namespace {
 
-std::string current_of(const std::string& install) {
-    char buf[4096];
-    ssize_t n = ::readlink((install + "/current").c_str(), buf, sizeof buf);
-    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-}
-
-// The first message on any connection in which a non-updater agent (the supervisor, speaking
-// for its collector) reports identifying service.version `version`.
-bool supervisor_reported(const GoServer& s, const std::string& version) {
-    for (auto& j : s.events("message")) {
-        json_object* id = get(j.get(), "identifying");
-        if (id && str(id, "service.name") != "myriarch-updater" &&
-            str(id, "service.version") == version) {
-            return true;
-        }
-    }
-    return false;
-}
-
 // Whether `pid` is gone or a zombie (an orphan reparented away from us is not reaped by us).
 bool gone(pid_t pid) {
     std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");

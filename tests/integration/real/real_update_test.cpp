@@ -1,0 +1,230 @@
+// A real update (docs/real-peers.md): the real binary as PID 1 runs the real OpAMP Supervisor; the
+// opamp-go server offers the second real collector build as a signed tar.gz; the updater installs
+// it and the supervisor, restarted on the new `current`, reports the new version itself (a target
+// is complete only when the agent reports it, ADR-0006). Then a build that fails at every start,
+// though its --version and validate pass, is offered: the health check fails against the real
+// endpoints, the updater rolls back, and the supervisor reports the old version again.
+#include <doctest/doctest.h>
+#include <json-c/json.h>
+
+#include <chrono>
+
+#include "artifact_server.hpp"
+#include "pid1.hpp"
+#include "real_support.hpp"
+
+using namespace myr::test;
+using namespace myr::test::real;
+using opamp::get;
+using opamp::str;
+
+namespace {
+
+const char* kSubject =
+    "https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0";
+const char* kIssuer = "https://token.actions.githubusercontent.com";
+
+// Why the Sigstore signer (tests/interop/sigstore-make.mjs) cannot run here, or "".
+std::string signer_unavailable() {
+    if (run({"node", "--version"}, 30s).exit_code != 0) return "node is not installed";
+    if (!exists(source_dir() + "/tests/interop/node_modules/@sigstore/sign")) {
+        return "tests/interop/node_modules is missing (npm install --no-audit --no-fund there)";
+    }
+    return "";
+}
+
+// One PackageStatus of the updater's reports, as opamp-go decoded it (protojson names).
+struct Status {
+    std::string status, has, offered, error;
+};
+
+// The updater's statuses of `package` offered `version`, from record line `from` on, in order.
+std::vector<Status> statuses(const GoServer& s, const std::string& version, size_t from = 0,
+                             const std::string& package = "otelcol-contrib") {
+    std::vector<Status> out;
+    std::map<int64_t, bool> updater_conn;
+    auto all = s.all();
+    for (size_t i = 0; i < all.size(); ++i) {
+        json_object* j = all[i].get();
+        if (str(j, "event") != "message") continue;
+        const int64_t conn = opamp::num(j, "conn");
+        if (json_object* id = get(j, "identifying")) {
+            updater_conn[conn] = str(id, "service.name") == "myriarch-updater";
+        }
+        if (i < from || !updater_conn[conn]) continue;
+        json_object* p = get(get(get(get(j, "msg"), "packageStatuses"), "packages"), package.c_str());
+        if (p == nullptr || str(p, "serverOfferedVersion") != version) continue;
+        out.push_back({str(p, "status"), str(p, "agentHasVersion"), str(p, "serverOfferedVersion"),
+                       str(p, "errorMessage")});
+    }
+    return out;
+}
+
+// The first final status (Installed or InstallFailed) of `version` after line `from`.
+std::optional<Status> wait_final(const GoServer& s, const std::string& version, size_t from,
+                                 Millis t) {
+    std::optional<Status> found;
+    wait_until(
+        [&] {
+            for (const Status& st : statuses(s, version, from)) {
+                if (st.status == "PackageStatusEnum_Installed" ||
+                    st.status == "PackageStatusEnum_InstallFailed") {
+                    found = st;
+                    return true;
+                }
+            }
+            return false;
+        },
+        t, 100ms);
+    return found;
+}
+
+// The updater's non-identifying `key` in its newest report that carries it.
+std::string updater_attribute(const GoServer& s, const std::string& key) {
+    std::string v;
+    for (auto& m : s.from("myriarch-updater")) {
+        if (json_object* non = get(m.get(), "non_identifying")) v = str(non, key.c_str());
+    }
+    return v;
+}
+
+std::string sha256_of(const std::string& path) {
+    RunResult r = run({"sha256sum", path});
+    REQUIRE(r.exit_code == 0);
+    return r.out.substr(0, 64);
+}
+
+// A release as an operator's CI would publish it: a tar.gz whose one member is the collector
+// under the name the volume uses.
+std::string release(const Peers& p, const std::string& binary, const std::string& name) {
+    const std::string tree = p.dir / ("rel-" + name);
+    REQUIRE(run({"mkdir", "-p", tree}).exit_code == 0);
+    REQUIRE(run({"cp", binary, tree + "/otelcol-contrib"}).exit_code == 0);
+    const std::string out = p.dir / ("artifacts/" + name);
+    RunResult t = run({"tar", "czf", out, "-C", tree, "otelcol-contrib"}, 120s);
+    REQUIRE_MESSAGE(t.exit_code == 0, "tar: " << t.err);
+    return out;
+}
+
+std::string offer_line(const std::string& version, const std::string& url,
+                       const std::string& hash, const std::string& bundle) {
+    return "{\"to\":\"myriarch-updater\",\"name\":\"otelcol-contrib\",\"version\":\"" + version +
+           "\",\"url\":\"" + url + "\",\"hash\":\"" + hash + "\",\"signature_file\":\"" + bundle +
+           "\"}";
+}
+
+// The collector process below the updater runs the binary of `version` from the volume.
+bool collector_runs(const Updater& u, const Peers& p, const std::string& version) {
+    return find_descendant(u.pid(), p.install + "/versions/" + version + "/otelcol-contrib") > 0;
+}
+
+}  // namespace
+
+TEST_CASE("real update: a signed release installed under the real supervisor, a broken one rolled "
+          "back") {
+    if (!can_run_pid1()) return;
+    const std::string t = tools();
+    if (t.empty()) return;
+    if (std::string why = signer_unavailable(); !why.empty()) MYR_SKIP(why);
+    Peers p(t);
+    // The stop of an install goes through container.stopSignal: TERM kills the real supervisor at
+    // once, INT (the chart's setting) stops it in order. Both must keep its storage and identity.
+    std::string stop_signal;
+    SUBCASE("container.stopSignal INT (the chart's)") { stop_signal = "INT"; }
+    SUBCASE("container.stopSignal TERM (the default)") { stop_signal = ""; }
+    CAPTURE(stop_signal);
+    const std::string v1 = p.versions[0], v2 = p.versions[1], broken = p.versions[2];
+
+    // The releases, signed under a private test root (a real signer against mocked Fulcio and
+    // Rekor), served over HTTP on 127.0.0.1.
+    REQUIRE(run({"mkdir", "-p", p.dir / "artifacts"}).exit_code == 0);
+    const std::string good = release(p, t + "/otelcol-2", "otelcol-2.tar.gz");
+    const std::string bad = release(p, t + "/otelcol-broken", "otelcol-broken.tar.gz");
+    const std::string sig = p.dir / "sigstore";
+    RunResult made = run({"node", source_dir() + "/tests/interop/sigstore-make.mjs", sig, good, bad},
+                         300s);
+    REQUIRE_MESSAGE(made.exit_code == 0, "sigstore-make.mjs: " << made.err);
+    ArtifactServer artifacts(p.dir / "artifacts");
+
+    GoServer server(p.dir, t, {"--token", p.token});
+    p.write_peer_configs(server.ws_url());
+    const int collector_health = p.collector_health_port;
+    p.write_updater(server.ws_url(), stop_signal, "", [&](UpdaterConfig& c) {
+        c.require_signature = true;
+        c.trusted_root_file = sig + "/trusted_root.json";
+        c.signer_subject = kSubject;
+        c.signer_issuer = kIssuer;
+        c.allowed_download_prefixes = {artifacts.url("http", "")};
+        c.collector_health_url = "http://127.0.0.1:" + std::to_string(collector_health) + "/";
+        // The supervisor's start (with its bootstrap run of the collector) takes well under a
+        // second here; 20 s leaves room on a loaded machine and bounds the broken build's wait.
+        c.health_timeout = "20s";
+        c.health_interval = "500ms";
+        c.health_successes = 3;
+        c.keep_versions = 2;
+    });
+
+    Updater u(p.updater_config());
+    auto logs = [&] {
+        return "updater log:\n" + u.log() + "\nstdout (supervisor):\n" + u.out() +
+               "\nagent.log:\n" + read_file(p.storage + "/agent.log") + "\nserver:\n" +
+               server.err();
+    };
+    REQUIRE_MESSAGE(p.wait_collector_healthy(), logs());
+    REQUIRE_MESSAGE(wait_until([&] { return supervisor_reported(server, v1); }, 30s, 100ms),
+                    logs());
+    REQUIRE(wait_until([&] { return !server.from("myriarch-updater").empty(); }, 30s, 100ms));
+    const std::string uid = p.supervisor_instance_id();
+    REQUIRE(!uid.empty());
+
+    // The second build, offered with its SHA-256 and Sigstore bundle.
+    size_t from = server.all().size();
+    auto t0 = std::chrono::steady_clock::now();
+    server.offer(offer_line(v2, artifacts.url("http", "otelcol-2.tar.gz"), sha256_of(good),
+                            sig + "/signed/otelcol-2.tar.gz.json"));
+    auto st = wait_final(server, v2, from, 120s);
+    REQUIRE_MESSAGE(st, "no final status for " << v2 << "\n" << logs());
+    CHECK_MESSAGE(st->status == "PackageStatusEnum_Installed", st->error << "\n" << logs());
+    CHECK(st->has == v2);
+    const auto installed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - t0)
+                                  .count();
+    // The supervisor, restarted on the new `current`, speaks for the new collector itself.
+    CHECK_MESSAGE(wait_until([&] { return supervisor_reported(server, v2, from); }, 30s, 100ms),
+                  logs());
+    MESSAGE("offer to Installed: " << installed_ms << " ms (stopSignal "
+                                   << (stop_signal.empty() ? "TERM" : stop_signal) << ")");
+    CHECK(current_of(p.install) == "versions/" + v2);
+    CHECK(collector_runs(u, p, v2));
+    CHECK(p.get(collector_health, "/") == 200);
+    CHECK(p.get(p.supervisor_health_port, "/health") == 200);
+    CHECK(wait_until([&] { return updater_attribute(server, "dev.myriarch.collector.version") == v2; },
+                     20s, 100ms));
+    // The collector kept its identity through the restart.
+    CHECK(p.supervisor_instance_id() == uid);
+    CHECK(updater_attribute(server, "dev.myriarch.collector.instance_uid") == uid);
+
+    // The broken build: --version and validate pass (the preflight cannot see it), every start
+    // fails, so the health check against the real endpoints fails and the updater rolls back.
+    from = server.all().size();
+    server.offer(offer_line(broken, artifacts.url("http", "otelcol-broken.tar.gz"),
+                            sha256_of(bad), sig + "/signed/otelcol-broken.tar.gz.json"));
+    st = wait_final(server, broken, from, 180s);
+    REQUIRE_MESSAGE(st, "no final status for " << broken << "\n" << logs());
+    CHECK_MESSAGE(st->status == "PackageStatusEnum_InstallFailed", logs());
+    CHECK(st->has == v2);
+    MESSAGE("the broken build's failure, as reported: " << st->error);
+    CHECK_MESSAGE(st->error.find("rolled back") != std::string::npos, st->error);
+    // The old collector runs again, and the supervisor reports the old version again on the
+    // connection it made after the rollback.
+    CHECK(current_of(p.install) == "versions/" + v2);
+    CHECK(wait_until([&] { return p.get(collector_health, "/") == 200; }, 30s, 100ms));
+    CHECK_MESSAGE(wait_until([&] { return supervisor_reported(server, v2, from); }, 30s, 100ms),
+                  logs());
+    CHECK_FALSE(supervisor_reported(server, broken));
+    CHECK(collector_runs(u, p, v2));
+    CHECK(p.supervisor_instance_id() == uid);
+    CHECK(wait_until([&] { return p.get(p.updater_health_port, "/readyz") == 200; }, 20s, 100ms));
+
+    CHECK(u.stop(60s) == 0);
+}
