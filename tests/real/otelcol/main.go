@@ -14,8 +14,8 @@ import (
 	"log"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
-	"github.com/spf13/cobra"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/opampextension"
+	"github.com/spf13/cobra"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
