@@ -174,6 +174,11 @@ const matrix = {
     values: { podSecurityContext: { runAsUser: 20000, runAsGroup: null } },
     setFile: trustedRootSet,
   },
+  "stop-term": {
+    files: ["container-standard.yaml"],
+    values: { containerMode: { stopSignal: "TERM", stopTimeout: "5s" } },
+    setFile: trustedRootSet,
+  },
   "openshift-noverify": { files: ["container-openshift-noverify.yaml"] },
   "config-merged": {
     files: ["container-standard.yaml"],
@@ -277,6 +282,9 @@ function rulesFor(name, opts) {
   eq(pod.terminationGracePeriodSeconds, grace, `${at} terminationGracePeriodSeconds`);
   check(pod.terminationGracePeriodSeconds >= 360, `${at} grace period at least 360`);
   eq(upd.container.stopTimeout, cm.stopTimeout, `${at} updater stopTimeout from values`);
+  eq(upd.container.stopSignal, cm.stopSignal, `${at} updater stopSignal from values`);
+  if (cm.stopSignal === "INT")
+    check(durationMs(cm.stopTimeout) > 10000, `${at} stopTimeout leaves the supervisor its 10 s after INT`);
   eq(upd.update.healthTimeout, cm.healthTimeout, `${at} updater healthTimeout from values`);
 
   // updater.yaml against the mounts and the init containers.
@@ -372,6 +380,12 @@ function partRules() {
   const std = render(matrix.standard);
   eq(std.pod.terminationGracePeriodSeconds, 360, "[standard] the defaults give 360 s");
   eq(render(matrix["custom-grace"]).pod.terminationGracePeriodSeconds, 930, "[custom-grace] 2x2m + 2x5m + 90s = 930 s");
+  eq(std.configYaml("updater.yaml").container.stopSignal, "INT",
+    "[standard] the upstream supervisor gets INT by default (it stops in order only on SIGINT)");
+  eq(render(matrix["stop-term"]).configYaml("updater.yaml").container.stopSignal, "TERM",
+    "[stop-term] stopSignal TERM renders TERM");
+  eq(render({ ...matrix.standard, values: { containerMode: { stopTimeout: "11s" } } })
+    .configYaml("updater.yaml").container.stopTimeout, "11s", "[standard] INT with stopTimeout 11s renders");
   eq(std.pod.securityContext.runAsUser, 10001, "[standard] runAsUser 10001");
   eq(std.pod.securityContext.fsGroup, 10001, "[standard] fsGroup 10001");
   const ids = render(matrix["ids-overridden"]).pod.securityContext;
@@ -441,6 +455,14 @@ function partFailures() {
       /\/images\/updater.*additional properties 'digest' not allowed/],
     ["schema: requireSignature as a string", { ...base, values: { containerMode: { requireSignature: "false" } } },
       /\/containerMode\/requireSignature.*got string, want boolean/],
+    ["stopTimeout under 11s with stopSignal INT", { ...base, values: { containerMode: { stopTimeout: "10s" } } },
+      /containerMode\.stopTimeout "10s" is too short for stopSignal INT.*11s or more/s],
+    ["stopTimeout 10999ms with stopSignal INT", { ...base,
+      values: { containerMode: { stopSignal: "INT", stopTimeout: "10s999ms" } } }, /too short for stopSignal INT/],
+    ["schema: unknown stopSignal", { ...base, values: { containerMode: { stopSignal: "HUP" } } },
+      /\/containerMode\/stopSignal.*value must be one of/],
+    ["schema: stopSignal in lower case", { ...base, values: { containerMode: { stopSignal: "int" } } },
+      /\/containerMode\/stopSignal.*value must be one of/],
     ["schema: stopTimeout without a unit", { ...base, values: { containerMode: { stopTimeout: 30 } } },
       /\/containerMode\/stopTimeout.*got number, want string/],
     ["schema: stopTimeout with a fraction", { ...base, values: { containerMode: { stopTimeout: "1.5s" } } },

@@ -112,6 +112,9 @@ mistake stops `helm install` instead of becoming a crash-looping pod.
 {{- if and (hasPrefix "ws://" .Values.server.endpoint) (not .Values.server.allowInsecureTransport) (not (regexMatch "^ws://(127\\.[0-9.]+|localhost|\\[::1\\])(:[0-9]+)?(/|$)" .Values.server.endpoint)) }}
 {{- fail (printf "myriarch-collector: server.endpoint %q is plain ws:// to a host that is not loopback: use wss://, or set server.allowInsecureTransport=true inside a trusted network" .Values.server.endpoint) }}
 {{- end }}
+{{- if and (eq (toString $cm.stopSignal) "INT") (lt (include "myriarch-collector.durationMs" $cm.stopTimeout | atoi) 11000) }}
+{{- fail (printf "myriarch-collector: containerMode.stopTimeout %q is too short for stopSignal INT: on INT the upstream supervisor gives its collector up to 10 s before it exits, so the updater's KILL must come later. Set containerMode.stopTimeout to 11s or more (the default is 30s)." (toString $cm.stopTimeout)) }}
+{{- end }}
 {{- if eq (include "myriarch-collector.requireSignature" .) "true" }}
 {{- if and $cm.trustedRoot.json $cm.trustedRoot.configMap }}
 {{- fail "myriarch-collector: set only one of containerMode.trustedRoot.json and containerMode.trustedRoot.configMap" }}
