@@ -28,6 +28,11 @@
 //                                                 the agent and exits 0; TERM and HUP kill us at
 //                                                 once (Go's default action), leaving the agent
 //                                                 running; USR1/USR2 are ignored
+//   --upstream-bootstrap  FAKE_SUP_UPSTREAM_BOOTSTRAP=1  start as the upstream supervisor does
+//                                                 (v0.149.0): the agent's first run is a bootstrap
+//                                                 that must live for 3 s; when it ends sooner we
+//                                                 exit 1 at the 3 s mark ("could not get bootstrap
+//                                                 info from the Collector") instead of restarting it
 // Without --exit-after it runs until TERM/INT. Plain POSIX: a poll loop with a self-pipe.
 // Without --upstream-signals, TERM stops in order like INT and HUP is only recorded: the tests of
 // the updater's signal forwarding need a child that survives them; the real one does not.
@@ -232,6 +237,7 @@ int main(int argc, char** argv) {
     int exit_code = std::atoi(opt(argc, argv, "exit-code", "FAKE_SUP_EXIT_CODE").c_str());
     bool ignore_term = has_flag(argc, argv, "ignore-term", "FAKE_SUP_IGNORE_TERM");
     bool upstream = has_flag(argc, argv, "upstream-signals", "FAKE_SUP_UPSTREAM_SIGNALS");
+    bool bootstrap = has_flag(argc, argv, "upstream-bootstrap", "FAKE_SUP_UPSTREAM_BOOTSTRAP");
 
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -256,6 +262,9 @@ int main(int argc, char** argv) {
     long long agent_restart_at = -1;
     long long deadline = exit_after.empty() ? -1 : now_ms() + std::atoll(exit_after.c_str());
     bool stopping = false;
+    // The upstream supervisor's bootstrap: an agent gone before this time fails our start.
+    const long long bootstrap_until = bootstrap && agent_pid > 0 ? now_ms() + 3000 : -1;
+    bool bootstrap_failed = false;
 
     for (;;) {
         long long now = now_ms();
@@ -263,6 +272,12 @@ int main(int argc, char** argv) {
             std::printf("fake-opampsupervisor: exiting with %d\n", exit_code);
             std::fflush(stdout);
             return exit_code;
+        }
+        if (bootstrap_failed && now >= bootstrap_until) {
+            std::printf("fake-opampsupervisor: starting the supervisor: could not get bootstrap "
+                        "info from the Collector\n");
+            std::fflush(stdout);
+            return 1;
         }
         if (agent_restart_at >= 0 && now >= agent_restart_at && !stopping) {
             agent_restart_at = -1;
@@ -284,6 +299,10 @@ int main(int argc, char** argv) {
                         agent_pid = -1;
                         g_agent_running = false;
                         if (stopping) return 0;
+                        if (now_ms() < bootstrap_until) {
+                            bootstrap_failed = true;
+                            continue;
+                        }
                         agent_restart_at = now_ms() + 200;
                     }
                 }

@@ -144,6 +144,27 @@ TEST_CASE("update: releases that crash, hang or answer slowly at start") {
     CHECK(u.stop() == 0);
 }
 
+TEST_CASE("update: a release that crashes at start, under a supervisor that then fails its own") {
+    // The real supervisor exits 1 when the collector's bootstrap run dies (docs/real-peers.md):
+    // the health rounds see no supervisor at all, and the rollback's start must work while the
+    // restart policy is backing off.
+    if (!can_run_pid1()) return;
+    Rig rig;
+    rig.configure(seed(rig), [](UpdaterConfig& c) {
+        c.supervisor_command.push_back("--upstream-bootstrap");
+    });
+    Updater u(rig.config());
+    rig.settle(u);
+    const std::string a =
+        rig.tar_gz(rig.release("0.117.0", "exit_after=100ms exit_code=3"), "crash.tar.gz");
+    expect_failure(rig, u, {"0.117.0", a}, "health check failed: supervisor not running");
+    auto st = rig.wait_status("0.117.0", "InstallFailed");
+    REQUIRE(st);
+    CHECK_MESSAGE(st->error.find("rolled back to 0.116.0") != std::string::npos, st->error);
+    CHECK_MESSAGE(u.out().find("could not get bootstrap info") != std::string::npos, u.out());
+    CHECK(u.stop() == 0);
+}
+
 TEST_CASE("update: preflight refuses a release before the running one is stopped") {
     if (!can_run_pid1()) return;
     Rig rig;
