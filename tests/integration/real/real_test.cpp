@@ -416,3 +416,42 @@ TEST_CASE("real supervisor: USR1 and USR2 change nothing, HUP kills it and orpha
     CHECK(::kill(-sup.pid(), SIGKILL) == 0);
     CHECK(wait_until([&] { return gone(collector); }, 10s));
 }
+
+TEST_CASE("real server: the agent refuses opamp-go's bad certificates, and opamp-go a wrong token") {
+    // The TLS and token failures of the interop case above, against opamp-go's own listener.
+    const std::string t = tools();
+    if (t.empty()) return;
+    TempDir dir;
+    auto m = opamp::TlsMaterial::make(dir);
+    write_file(dir / "token", "interop-token\n", 0600);
+    std::vector<std::string> agent_args{"--token-file", dir / "token", "--ca-file", m.ca};
+    std::vector<std::string> server_args{"--token", "interop-token"};
+    std::string want;  // what the agent must say it refused
+    bool refused_by_server = false;
+    SUBCASE("a certificate for another host") {
+        server_args.insert(server_args.end(), {"--tls-cert", m.wrong_cert, "--tls-key", m.wrong_key});
+        want = "does not match host";
+    }
+    SUBCASE("a certificate from an untrusted CA") {
+        server_args.insert(server_args.end(), {"--tls-cert", m.rogue_cert, "--tls-key", m.rogue_key});
+        want = "certificate not trusted";
+    }
+    SUBCASE("a wrong token over wss://") {
+        server_args = {"--token", "another-token", "--tls-cert", m.cert, "--tls-key", m.key};
+        want = "401";
+        refused_by_server = true;
+    }
+    CAPTURE(want);
+    GoServer server(dir, t, server_args);
+    opamp::Driver agent(dir, server.wss_url(), agent_args);
+    CHECK_MESSAGE(wait_until([&] { return agent.err().find(want) != std::string::npos; }, 20s),
+                  agent.err());
+    // No report may reach the server; a TLS refusal happens before any HTTP request.
+    CHECK(server.events("message").empty());
+    if (refused_by_server) {
+        CHECK_FALSE(server.events("rejected").empty());
+    } else {
+        CHECK(server.events("open").empty());
+    }
+    agent.stop();
+}

@@ -207,13 +207,18 @@ TEST_CASE("real update: a signed release installed under the real supervisor, a 
     // The broken build: --version and validate pass (the preflight cannot see it), every start
     // fails, so the health check against the real endpoints fails and the updater rolls back.
     from = server.all().size();
+    t0 = std::chrono::steady_clock::now();
     server.offer(offer_line(broken, artifacts.url("http", "otelcol-broken.tar.gz"),
                             sha256_of(bad), sig + "/signed/otelcol-broken.tar.gz.json"));
     st = wait_final(server, broken, from, 180s);
     REQUIRE_MESSAGE(st, "no final status for " << broken << "\n" << logs());
     CHECK_MESSAGE(st->status == "PackageStatusEnum_InstallFailed", logs());
     CHECK(st->has == v2);
-    MESSAGE("the broken build's failure, as reported: " << st->error);
+    MESSAGE("the broken build's offer to InstallFailed: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - t0)
+                   .count()
+            << " ms (healthTimeout 20 s); as reported: " << st->error);
     CHECK_MESSAGE(st->error.find("rolled back") != std::string::npos, st->error);
     // The old collector runs again, and the supervisor reports the old version again on the
     // connection it made after the rollback.
