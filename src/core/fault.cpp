@@ -1,6 +1,7 @@
 #include "core/fault.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -97,6 +98,11 @@ Status point(std::string_view name) {
         if (r.action == "crash") {
             log::warn("fault injection: crashing", {{"point", name}});
             ::_exit(137);
+        }
+        if (r.action == "term") {
+            log::warn("fault injection: sending SIGTERM", {{"point", name}});
+            ::kill(::getpid(), SIGTERM);
+            continue;
         }
         if (r.action == "fail") {
             return fail(Errc::injected, "injected fault at " + std::string(name));

@@ -285,6 +285,7 @@ Result<Activation> activate(const Volume& vol, const ActivateRequest& req, const
     log::info("volume: version activated", {{"version", req.version},
                                             {"source", to_string(req.source)},
                                             {"previous", previous},
+                                            {"was_active", out.was_active},
                                             {"reused", out.reused}});
     return out;
 }

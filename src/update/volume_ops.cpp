@@ -82,12 +82,9 @@ std::unique_ptr<Step> StoreVolumeOps::activate(Activation a, Done done) {
             req.staged_id = a.staged_id;
             req.expected_sha256 = a.sha256_hex;
             if (!a.previous.empty()) req.previous_version = a.previous;
+            // store::activate logs the swap ("volume: version activated") for every source.
             auto r = store::activate(*vol, req);
             if (!r) return r.fail();
-            log::info("update: activated", {{"version", r->marker.version},
-                                             {"previous_version", r->marker.previous_version},
-                                             {"was_active", r->was_active},
-                                             {"reused", r->reused}});
             return {};
         },
         std::move(done));

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <thread>
 
@@ -143,5 +144,75 @@ TEST_CASE("update crash matrix: a crash at every fault point of an install, then
     MESSAGE("crashed at " << crashed << " of " << passes.size() << " points; violations: "
                           << violations.size());
     CHECK(crashed == static_cast<int>(passes.size()));
+    CHECK_MESSAGE(violations.empty(), joined(violations));
+}
+
+TEST_CASE("update TERM matrix: a SIGTERM on entry to every state of an install") {
+    // The spec's shutdown: a running installation may finish its critical section (from the stop
+    // of the supervisor on), then the updater exits 0; before it, the install is dropped where it
+    // stands. MYRIARCH_FAULT=<point>:term sends the TERM at the very entry of each state.
+    if (!can_run_pid1()) return;
+    Rig rig;
+    rig.first_start(rig.release("0.116.0"));
+    const Offer good{"0.117.0", rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz")};
+    const Offer bad{"0.118.0", rig.tar_gz(rig.release("0.118.0", "health=fail"), "v118.tar.gz")};
+    struct Point {
+        std::string at;      // the fault point
+        const Offer* offer;
+        std::string ends;    // the state the install must reach before the exit; "" = dropped
+    };
+    const std::vector<Point> points = {
+        {"update.downloading.after", &good, ""},
+        {"update.verifying.after", &good, ""},
+        {"update.staging.after", &good, ""},
+        {"update.preflight.after", &good, ""},
+        {"update.stopping.after", &good, "committed"},
+        {"update.swapping.after", &good, "committed"},
+        {"update.starting.after", &good, "committed"},
+        {"update.health-checking.after", &good, "committed"},
+        {"update.finish.before", &good, "committed"},
+        {"update.rolling-back.after", &bad, "rolled-back"},
+    };
+    std::vector<std::string> violations;
+    for (const Point& p : points) {
+        rig.restore_pristine();
+        const std::string expect = p.ends == "committed" ? "0.117.0" : "0.116.0";
+        {
+            SpawnOptions term;
+            term.env["MYRIARCH_FAULT"] = p.at + ":term@1";
+            const size_t m = rig.mark();
+            Updater u(rig.config(), Launch::pid1, term);
+            rig.await_start(u, m);
+            rig.offer(*p.offer);
+            const auto t0 = std::chrono::steady_clock::now();
+            const int code = u.wait_exit(60s);
+            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - t0)
+                                .count();
+            MESSAGE(p.at << ": offer to exit " << ms << " ms, exit " << code);
+            if (code != 0) violations.push_back(p.at + ": exit " + std::to_string(code));
+            if (!u.log_has("fault injection: sending SIGTERM")) {
+                violations.push_back(p.at + ": the point was never reached; log:\n" + u.log());
+                continue;
+            }
+            const std::string log = u.log();
+            const std::string after_term = log.substr(log.find("fault injection: sending SIGTERM"));
+            if (!p.ends.empty() && after_term.find("state=" + p.ends) == std::string::npos) {
+                violations.push_back(p.at + ": exited before the install reached " + p.ends +
+                                     "; log:\n" + log);
+            }
+            if (p.ends.empty() && after_term.find("state=stopping") != std::string::npos) {
+                violations.push_back(p.at + ": entered the critical section after the TERM");
+            }
+            if (rig.current() != "versions/" + expect) {
+                violations.push_back(p.at + ": current is " + rig.current() + ", not " + expect);
+            }
+        }
+        const size_t m = rig.mark();
+        Updater u(rig.config());
+        rig.await_start(u, m);
+        check_restart(rig, u, expect, *p.offer, m, violations, p.at);
+        if (u.stop() != 0) violations.push_back(p.at + ": the restart did not exit 0");
+    }
     CHECK_MESSAGE(violations.empty(), joined(violations));
 }

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,6 +111,32 @@ TEST_CASE("fault: a named point fails on the chosen pass only") {
     ::unsetenv("MYRIARCH_FAULT");
     fault::reload();
     CHECK(fault::point("c").ok());
+}
+
+TEST_CASE("fault: term sends SIGTERM to the process and the step goes on") {
+    // Blocked, the signal stays pending where the test can see it instead of ending the run.
+    sigset_t term, old;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    REQUIRE(::sigprocmask(SIG_BLOCK, &term, &old) == 0);
+    ::setenv("MYRIARCH_FAULT", "t.x:term@2", 1);
+    fault::reload();
+    sigset_t pending;
+    CHECK(fault::point("t.x").ok());
+    sigpending(&pending);
+    CHECK_FALSE(sigismember(&pending, SIGTERM));
+    CHECK(fault::point("t.x").ok());
+    sigpending(&pending);
+#ifdef MYR_FAULT_INJECTION
+    CHECK(sigismember(&pending, SIGTERM));
+    const timespec none{0, 0};
+    CHECK(::sigtimedwait(&term, nullptr, &none) == SIGTERM);
+#else
+    CHECK_FALSE(sigismember(&pending, SIGTERM));
+#endif
+    ::unsetenv("MYRIARCH_FAULT");
+    fault::reload();
+    REQUIRE(::sigprocmask(SIG_SETMASK, &old, nullptr) == 0);
 }
 
 TEST_CASE("fake clock moves only when told") {
