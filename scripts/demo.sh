@@ -78,7 +78,7 @@ artifacts_url=http://127.0.0.1:$(cat "$pod/artifacts.port")/artifacts
 # them): a private test root stands in for Sigstore's. Without them the demo says so and installs
 # unsigned releases with requireSignature: false.
 signing=false
-if command -v node >/dev/null && [ -d tests/interop/node_modules/@sigstore/sign ]; then signing=true; fi
+if node --version >/dev/null 2>&1 && [ -d tests/interop/node_modules/@sigstore/sign ]; then signing=true; fi
 # The identity the test signer's certificates carry (tests/interop/sigstore-make.mjs).
 sig_subject="https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0"
 sig_issuer="https://token.actions.githubusercontent.com"
@@ -215,10 +215,11 @@ offer() {  # version: has the server offer that release
     sed 's/^/    /' "$pod/offer-$1.txt"
     echo "release=$pod/offer-$1.txt" >> "$pod/opamp.commands"
 }
-await_status() {  # version: waits for Installed or InstallFailed and prints the statuses seen
-    python3 - "$pod/opamp.jsonl" "$1" <<'PY'
+await_status() {  # version expected: waits for Installed or InstallFailed, prints the statuses
+    # seen, and fails the demo when the final one is not `expected`
+    python3 - "$pod/opamp.jsonl" "$1" "$2" <<'PY'
 import json, sys, time
-path, version = sys.argv[1], sys.argv[2]
+path, version, expected = sys.argv[1], sys.argv[2], sys.argv[3]
 seen, deadline = [], time.time() + 90
 while time.time() < deadline:
     final = None
@@ -239,7 +240,15 @@ while time.time() < deadline:
     time.sleep(0.2)
 for status, has, err in seen:
     print(f"  PackageStatus {status:<13} agent_has_version={has}" + (f"\n      error_message: {err}" if err else ""))
+if not final or final[0] != expected:
+    print(f"DEMO FAILED: {version} ended {final[0] if final else 'with no final status'}, expected {expected}")
+    sys.exit(1)
 PY
+}
+expect_current() {  # version: fails the demo unless `current` names that version
+    local now
+    now=$(readlink "$pod/binaries/collector/current")
+    [ "$now" = "versions/$1" ] || { echo "DEMO FAILED: current is $now, expected versions/$1"; exit 1; }
 }
 states() {  # version: the installer's states for that offer, from its log
     printf '  installer states:'
@@ -269,14 +278,16 @@ start_pod "OpAMP installs: the updater runs 0.115.0 and waits for the fleet serv
 for _ in $(seq 100); do grep -q 'opamp connected' "$pod/updater.log" && break; sleep 0.1; done
 say "the server offers 0.118.0: download, $($signing && echo 'SHA-256 + Sigstore' || echo 'SHA-256 (unsigned)'), extract, preflight, swap, health check, commit"
 offer 0.118.0
-await_status 0.118.0
+await_status 0.118.0 Installed
 states 0.118.0
 show_volume
+expect_current 0.118.0
 say "the server offers 0.119.0, whose health check fails: rolled back to 0.118.0"
 offer 0.119.0
-await_status 0.119.0
+await_status 0.119.0 InstallFailed
 states 0.119.0
 show_volume
+expect_current 0.118.0
 stop_pod
 
 say "done: everything lived under $pod (removed now; set MYR_DEMO_KEEP=1 to keep it)"
