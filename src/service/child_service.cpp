@@ -117,6 +117,9 @@ void ChildService::start(Done done) {
     }
     desired_ = Desired::running;
     give_up_reason_.clear();
+    // The crashes of a release that was just rolled back are not the restored one's: each start
+    // on purpose gets the whole maxRestarts budget and the first restartDelay again.
+    policy_.reset();
     launch(std::move(done));
 }
 

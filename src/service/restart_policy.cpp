@@ -12,6 +12,11 @@ void RestartPolicy::started() {
     running_ = true;
 }
 
+void RestartPolicy::reset() {
+    ends_.clear();
+    next_delay_ = settings_.restart_delay;
+}
+
 RestartDecision RestartPolicy::ended_unexpectedly() {
     MonoTime now = clock_.now();
     if (running_ && now - started_at_ >= kStableRun) next_delay_ = settings_.restart_delay;

@@ -40,6 +40,9 @@ class RestartPolicy {
     void started();
     // The child ended unexpectedly (now): restart after `delay`, or give up.
     RestartDecision ended_unexpectedly();
+    // Forgets the ends and the grown delay: a start on purpose (the first, or the installer's
+    // after a swap or a rollback) begins a new history, often of another binary.
+    void reset();
     // The delay the next unexpected end would get (for logs and probes).
     Duration next_delay() const { return next_delay_; }
 

@@ -145,23 +145,39 @@ TEST_CASE("update: releases that crash, hang or answer slowly at start") {
 }
 
 TEST_CASE("update: a release that crashes at start, under a supervisor that then fails its own") {
-    // The real supervisor exits 1 when the collector's bootstrap run dies (docs/real-peers.md):
-    // the health rounds see no supervisor at all, and the rollback's start must work while the
-    // restart policy is backing off.
+    // The real supervisor exits 1 when the collector's bootstrap run dies (docs/real-peers.md),
+    // so a broken release is a crash loop of the child itself. With maxRestarts 2 it gives up
+    // inside the critical section: the installer rolls back at once instead of waiting out the
+    // 60 s healthTimeout, the container lives on, and the restored version is not charged those
+    // crashes: its own first crash is restarted, not the end of the container.
     if (!can_run_pid1()) return;
     Rig rig;
     rig.configure(seed(rig), [](UpdaterConfig& c) {
         c.supervisor_command.push_back("--upstream-bootstrap");
+        c.max_restarts = 2;
+        c.restart_delay = "100ms";
+        c.health_timeout = "60s";
     });
     Updater u(rig.config());
     rig.settle(u);
     const std::string a =
         rig.tar_gz(rig.release("0.117.0", "exit_after=100ms exit_code=3"), "crash.tar.gz");
-    expect_failure(rig, u, {"0.117.0", a}, "health check failed: supervisor not running");
+    expect_failure(rig, u, {"0.117.0", a}, "health check failed: ", 90s);
     auto st = rig.wait_status("0.117.0", "InstallFailed");
     REQUIRE(st);
     CHECK_MESSAGE(st->error.find("rolled back to 0.116.0") != std::string::npos, st->error);
+    CHECK_MESSAGE(u.log_has("crash loop: giving up"), u.log());
     CHECK_MESSAGE(u.out().find("could not get bootstrap info") != std::string::npos, u.out());
+
+    // The restored supervisor's first crash: restarted after restartDelay.
+    const int starts = u.count("child started");
+    auto kids = children_of(u.pid());
+    REQUIRE(kids.size() == 1);
+    REQUIRE(::kill(kids[0], SIGKILL) == 0);
+    CHECK_MESSAGE(wait_until([&] { return u.count("child started") > starts; }, 20s, 50ms),
+                  u.log());
+    CHECK(wait_until([&] { return rig.probe("/readyz") == 200; }, 20s, 50ms));
+    CHECK(u.wait(0ms) == std::nullopt);  // still running
     CHECK(u.stop() == 0);
 }
 

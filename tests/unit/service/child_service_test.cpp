@@ -166,6 +166,30 @@ TEST_CASE("child service: more than maxRestarts ends within the window give up, 
     CHECK(rig.child.desired() == Desired::gave_up);
 }
 
+TEST_CASE("child service: a start on purpose is not charged the crashes of the run before") {
+    // A broken release crashes twice under the installer, which then stops the child and starts
+    // the restored version: that one gets the whole budget and the first delay again.
+    Rig rig(settings(2s, 2));
+    REQUIRE(rig.start().ok());
+    rig.procs.end(rig.child.pid(), FakeProcesses::exited(1));
+    rig.sched.advance(10s);
+    rig.procs.end(rig.child.pid(), FakeProcesses::exited(1));
+    // Two ends of maxRestarts 2: one more would give up. The installer stops it in the backoff.
+    CHECK(rig.child.state() == State::waiting_to_restart);
+    CHECK(rig.child.desired() == Desired::running);
+    rig.child.stop([](Status) {});
+    rig.sched.run_pending();
+    REQUIRE(rig.start().ok());
+    const int spawns = rig.procs.spawns;
+    rig.procs.end(rig.child.pid(), FakeProcesses::exited(1));
+    CHECK(rig.child.desired() == Desired::running);
+    CHECK(rig.child.state() == State::waiting_to_restart);
+    rig.sched.advance(1999ms);
+    CHECK(rig.procs.spawns == spawns);
+    rig.sched.advance(1ms);
+    CHECK(rig.procs.spawns == spawns + 1);  // restartDelay, not the doubled 8 s
+}
+
 TEST_CASE(
     "child service: desired state tells never started, stopped on request and running apart") {
     Rig rig;

@@ -90,3 +90,26 @@ TEST_CASE("restart policy: a restartDelay above 60s is not shortened by the cap"
     p.started();
     CHECK(p.ended_unexpectedly().delay == 90s);
 }
+
+TEST_CASE("restart policy: reset forgets the ends and the grown delay") {
+    FakeClock clock;
+    RestartPolicy p(settings(1s, 2, 10min), clock);
+    for (int i = 0; i < 2; ++i) {
+        p.started();
+        clock.advance(1s);
+        CHECK_FALSE(p.ended_unexpectedly().give_up);
+    }
+    CHECK(p.next_delay() == 4s);
+    p.reset();
+    CHECK(p.next_delay() == 1s);
+    for (uint32_t i = 1; i <= 2; ++i) {
+        p.started();
+        clock.advance(1s);
+        auto d = p.ended_unexpectedly();
+        CHECK_FALSE(d.give_up);
+        CHECK(d.recent_ends == i);
+    }
+    p.started();
+    clock.advance(1s);
+    CHECK(p.ended_unexpectedly().give_up);
+}
