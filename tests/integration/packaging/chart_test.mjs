@@ -179,6 +179,17 @@ const matrix = {
     values: { containerMode: { stopSignal: "TERM", stopTimeout: "5s" } },
     setFile: trustedRootSet,
   },
+  // Artifacts from a mirror and an in-cluster store: http:// needs allowInsecureTransport to be used.
+  "download-mirror": {
+    files: ["container-standard.yaml"],
+    values: {
+      server: { allowInsecureTransport: true },
+      containerMode: {
+        allowedDownloadPrefixes: ["https://mirror.example.com/otelcol/", "http://10.0.0.5:8080/artifacts/"],
+      },
+    },
+    setFile: trustedRootSet,
+  },
   "openshift-noverify": { files: ["container-openshift-noverify.yaml"] },
   "config-merged": {
     files: ["container-standard.yaml"],
@@ -286,6 +297,7 @@ function rulesFor(name, opts) {
   if (cm.stopSignal === "INT")
     check(durationMs(cm.stopTimeout) > 10000, `${at} stopTimeout leaves the supervisor its 10 s after INT`);
   eq(upd.update.healthTimeout, cm.healthTimeout, `${at} updater healthTimeout from values`);
+  eq(upd.update.allowedDownloadPrefixes, cm.allowedDownloadPrefixes, `${at} updater allowedDownloadPrefixes from values`);
 
   // updater.yaml against the mounts and the init containers.
   eq(upd.server.endpoint, v.server.endpoint, `${at} updater endpoint`);
@@ -386,6 +398,11 @@ function partRules() {
     "[stop-term] stopSignal TERM renders TERM");
   eq(render({ ...matrix.standard, values: { containerMode: { stopTimeout: "11s" } } })
     .configYaml("updater.yaml").container.stopTimeout, "11s", "[standard] INT with stopTimeout 11s renders");
+  eq(std.configYaml("updater.yaml").update.allowedDownloadPrefixes, [],
+    "[standard] allowedDownloadPrefixes [] by default (the endpoint's artifact path)");
+  eq(render(matrix["download-mirror"]).configYaml("updater.yaml").update.allowedDownloadPrefixes,
+    ["https://mirror.example.com/otelcol/", "http://10.0.0.5:8080/artifacts/"],
+    "[download-mirror] allowedDownloadPrefixes as given, in order");
   eq(std.pod.securityContext.runAsUser, 10001, "[standard] runAsUser 10001");
   eq(std.pod.securityContext.fsGroup, 10001, "[standard] fsGroup 10001");
   const ids = render(matrix["ids-overridden"]).pod.securityContext;
@@ -474,6 +491,11 @@ function partFailures() {
     ["schema: unknown profile", { ...base, values: { containerMode: { securityProfile: "restricted" } } },
       /\/containerMode\/securityProfile.*value must be one of/],
     ["schema: unknown mode", { ...base, values: { mode: "job" } }, /\/mode.*value must be one of/],
+    ["schema: ftp:// download prefix", { ...base, values: { containerMode: { allowedDownloadPrefixes: ["ftp://x/"] } } },
+      /\/containerMode\/allowedDownloadPrefixes\/0.*does not match pattern/],
+    ["schema: download prefixes as a string", { ...base,
+      values: { containerMode: { allowedDownloadPrefixes: "https://mirror.example.com/" } } },
+      /\/containerMode\/allowedDownloadPrefixes.*got string, want array/],
     ["schema: runAsUser 0", { ...base, values: { podSecurityContext: { runAsUser: 0 } } },
       /\/podSecurityContext\/runAsUser.*minimum/],
   ];
