@@ -548,6 +548,20 @@ TEST_CASE("config: allowedDownloadPrefixes are http(s) URLs") {
                    "update.allowedDownloadPrefixes[0]", "not a URL");
 }
 
+TEST_CASE("config: an http:// download prefix needs a loopback endpoint or insecure transport") {
+    const std::string remote = "server:\n  endpoint: wss://myriarchd.example:4320/v1/opamp\n";
+    const std::string prefixes =
+        "  allowedDownloadPrefixes: [https://dl.example/c/, http://mirror.example/otelcol/]\n";
+    expect_problem(remote + kIdentity + prefixes, "update.allowedDownloadPrefixes[1]",
+                   "http:// downloads are refused while server.endpoint is not on a loopback host");
+    expect_ok("server:\n  endpoint: wss://myriarchd.example:4320/v1/opamp\n"
+              "  allowInsecureTransport: true\n" +
+              kIdentity + prefixes);
+    expect_ok("server:\n  endpoint: ws://127.0.0.1:4320/v1/opamp\n" + kIdentity + prefixes);
+    // https:// prefixes alone are always fine.
+    expect_ok(remote + kIdentity + "  allowedDownloadPrefixes: [https://dl.example/c/]\n");
+}
+
 TEST_CASE("config: health URLs are http(s) and \"\" means not checked") {
     expect_problem("supervisor:\n  healthUrl: ws://127.0.0.1/\n", "supervisor.healthUrl",
                    "must be a http:// or https:// URL");
