@@ -80,7 +80,8 @@ step "render the chart (standard profile, verification on, enrollment token from
 cat >"$work/pod-values.yaml" <<YAML
 # The pod test's values over tests/integration/packaging/values/container-standard.yaml: the test server on
 # 127.0.0.1, free ports (the pod shares the host's network), no CA ConfigMap (plain ws:// to
-# loopback), and a short stop timeout for the stand-in.
+# loopback), and the shortest stop timeout the chart allows with its stopSignal INT (the stand-in
+# stops at once on INT, so no stop waits for it).
 server:
   endpoint: ws://127.0.0.1:$opamp_port/v1/opamp
   caConfigMap: ""
@@ -89,7 +90,7 @@ server:
 containerMode:
   healthPort: $health_port
   supervisorHealthPort: $sup_port
-  stopTimeout: 5s
+  stopTimeout: 11s
   heartbeatInterval: 5s
 collectorHealthPort: $col_port
 YAML
@@ -147,6 +148,10 @@ stop_pod() {  # label
     [ "$rc" = 0 ] && ok "$1: the updater exited 0" || bad "$1: the updater exited $rc"
     [ "$ms" -lt $((grace * 1000)) ] && ok "$1: stopped in $ms ms (grace period $grace s)" ||
         bad "$1: stopping took $ms ms, over the grace period of $grace s"
+    # The chart's containerMode.stopSignal: the supervisor's group gets INT first.
+    podman logs "$main" 2>&1 | grep -q 'msg="stopping child".* signal=INT' &&
+        ok "$1: the supervisor got the chart's stopSignal INT" ||
+        bad "$1: no 'stopping child ... signal=INT' in the updater's log"
     podman logs "$main" 2>&1 | grep -E 'stopping child|child exited|shutdown' | sed 's/^/    /'
 }
 
