@@ -11,6 +11,7 @@
 #include "artifact_server.hpp"
 #include "pid1.hpp"
 #include "real_support.hpp"
+#include "test_signer.hpp"
 
 using namespace myr::test;
 using namespace myr::test::real;
@@ -75,23 +76,13 @@ TEST_CASE("real chart: the chart's configs run the real supervisor and collector
     Peers p(t);
     const std::string root = p.dir / "pod";
     GoServer server(p.dir, t, {"--token", p.token});
-    REQUIRE(run({"mkdir", "-p", p.dir / "artifacts"}).exit_code == 0);
+    // Signature verification stays on, as the chart's default: the trusted root is a value.
+    if (std::string no = signer_unavailable(); !no.empty()) MYR_SKIP(no);
+    const std::string release = p.release_archive(t + "/otelcol-2", "otelcol-2.tar.gz");
     ArtifactServer artifacts(p.dir / "artifacts");
     const int otlp_grpc = reserve_port(), otlp_http = p.otlp_port;
-
-    // Signature verification stays on, as the chart's default: the trusted root is a value.
-    const bool signing = run({"node", "--version"}, 30s).exit_code == 0 &&
-                         exists(source_dir() + "/tests/interop/node_modules/@sigstore/sign");
-    if (!signing) MYR_SKIP("node and tests/interop/node_modules are needed to sign the release");
-    const std::string tree = p.dir / "rel";
-    REQUIRE(run({"mkdir", "-p", tree}).exit_code == 0);
-    REQUIRE(run({"cp", t + "/otelcol-2", tree + "/otelcol-contrib"}).exit_code == 0);
-    const std::string release = p.dir / "artifacts/otelcol-2.tar.gz";
-    REQUIRE(run({"tar", "czf", release, "-C", tree, "otelcol-contrib"}, 120s).exit_code == 0);
     const std::string sig = p.dir / "sigstore";
-    RunResult made =
-        run({"node", source_dir() + "/tests/interop/sigstore-make.mjs", sig, release}, 300s);
-    REQUIRE_MESSAGE(made.exit_code == 0, "sigstore-make.mjs: " << made.err);
+    sign_artifacts(sig, {release});
 
     const std::string chart = source_dir() + "/packaging/helm/myriarch-collector";
     auto set = [](const std::string& k, const std::string& v) { return k + "=" + v; };
@@ -101,8 +92,7 @@ TEST_CASE("real chart: the chart's configs run the real supervisor and collector
          "--set", set("server.endpoint", server.ws_url()),
          "--set", "server.enrollmentToken.secretName=enrollment",
          "--set-file", set("containerMode.trustedRoot.json", sig + "/trusted_root.json"),
-         "--set", set("containerMode.signerIdentity.subject",
-                      "https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0"),
+         "--set", set("containerMode.signerIdentity.subject", kSignerSubject),
          "--set", set("containerMode.allowedDownloadPrefixes[0]", artifacts.url("http", "")),
          "--set", "containerMode.healthTimeout=30s",
          "--set", "containerMode.healthInterval=500ms",
@@ -165,10 +155,8 @@ TEST_CASE("real chart: the chart's configs run the real supervisor and collector
 
     // A signed install through the chart's update settings.
     const size_t from = server.all().size();
-    server.offer("{\"to\":\"myriarch-updater\",\"name\":\"otelcol-contrib\",\"version\":\"" +
-                 p.versions[1] + "\",\"url\":\"" + artifacts.url("http", "otelcol-2.tar.gz") +
-                 "\",\"hash\":\"" + run({"sha256sum", release}).out.substr(0, 64) +
-                 "\",\"signature_file\":\"" + sig + "/signed/otelcol-2.tar.gz.json\"}");
+    server.offer(p.versions[1], artifacts.url("http", "otelcol-2.tar.gz"),
+                 wired::sha256_of(release), sig + "/signed/otelcol-2.tar.gz.json");
     CHECK_MESSAGE(
         wait_until([&] { return supervisor_reported(server, p.versions[1], from); }, 90s, 100ms),
         logs());

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../container/wired_support.hpp"
 #include "../opamp/opamp_support.hpp"
 #include "harness.hpp"
 #include "pid1.hpp"
@@ -74,9 +75,14 @@ class GoServer {
     }
     std::vector<Json> all() const { return opamp::read_lines(record_); }
     std::vector<Json> events(const std::string& e) const { return opamp::events_of(all(), e); }
-    // Appends one offer line to the server's --commands file (tests/real/opampserver/main.go).
-    void offer(const std::string& json_line) const {
-        std::ofstream(commands_, std::ios::app) << json_line << "\n";
+    // Has the server offer the updater the TopLevel package `otelcol-contrib` at `version`: one
+    // JSON line in its --commands file (tests/real/opampserver/main.go).
+    void offer(const std::string& version, const std::string& url, const std::string& sha256_hex,
+               const std::string& bundle_file) const {
+        std::ofstream(commands_, std::ios::app)
+            << "{\"to\":\"myriarch-updater\",\"name\":\"otelcol-contrib\",\"version\":\""
+            << version << "\",\"url\":\"" << url << "\",\"hash\":\"" << sha256_hex
+            << "\",\"signature_file\":\"" << bundle_file << "\"}\n";
     }
     // The AgentToServer messages whose agent described itself with identifying service.name
     // `service` (on that connection, earlier or in this message).
@@ -213,6 +219,17 @@ struct Peers {
     // the base config (its first start includes the supervisor's bootstrap run).
     bool wait_collector_healthy(Millis t = 90s) const {
         return wait_until([&] { return get(collector_health_port, "/") == 200; }, t, 100ms);
+    }
+    // A release as an operator's CI would publish it: dir/artifacts/<name>, a tar.gz whose one
+    // member is `binary` under the name the volume uses. Returns its path.
+    std::string release_archive(const std::string& binary, const std::string& name) const {
+        const std::string tree = dir / ("rel-" + name);
+        REQUIRE(run({"mkdir", "-p", tree, dir / "artifacts"}).exit_code == 0);
+        REQUIRE(run({"cp", binary, tree + "/otelcol-contrib"}).exit_code == 0);
+        const std::string out = dir / ("artifacts/" + name);
+        RunResult t = run({"tar", "czf", out, "-C", tree, "otelcol-contrib"}, 120s);
+        REQUIRE_MESSAGE(t.exit_code == 0, "tar: " << t.err);
+        return out;
     }
     // With `ca_file`, the supervisor trusts that CA for wss:// (its server.tls.ca_file).
     void write_peer_configs(const std::string& endpoint, const std::string& ca_file = "") const {

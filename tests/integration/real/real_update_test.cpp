@@ -12,6 +12,7 @@
 #include "artifact_server.hpp"
 #include "pid1.hpp"
 #include "real_support.hpp"
+#include "test_signer.hpp"
 
 using namespace myr::test;
 using namespace myr::test::real;
@@ -19,19 +20,6 @@ using opamp::get;
 using opamp::str;
 
 namespace {
-
-const char* kSubject =
-    "https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0";
-const char* kIssuer = "https://token.actions.githubusercontent.com";
-
-// Why the Sigstore signer (tests/interop/sigstore-make.mjs) cannot run here, or "".
-std::string signer_unavailable() {
-    if (run({"node", "--version"}, 30s).exit_code != 0) return "node is not installed";
-    if (!exists(source_dir() + "/tests/interop/node_modules/@sigstore/sign")) {
-        return "tests/interop/node_modules is missing (npm install --no-audit --no-fund there)";
-    }
-    return "";
-}
 
 // One PackageStatus of the updater's reports, as opamp-go decoded it (protojson names).
 struct Status {
@@ -88,31 +76,6 @@ std::string updater_attribute(const GoServer& s, const std::string& key) {
     return v;
 }
 
-std::string sha256_of(const std::string& path) {
-    RunResult r = run({"sha256sum", path});
-    REQUIRE(r.exit_code == 0);
-    return r.out.substr(0, 64);
-}
-
-// A release as an operator's CI would publish it: a tar.gz whose one member is the collector
-// under the name the volume uses.
-std::string release(const Peers& p, const std::string& binary, const std::string& name) {
-    const std::string tree = p.dir / ("rel-" + name);
-    REQUIRE(run({"mkdir", "-p", tree}).exit_code == 0);
-    REQUIRE(run({"cp", binary, tree + "/otelcol-contrib"}).exit_code == 0);
-    const std::string out = p.dir / ("artifacts/" + name);
-    RunResult t = run({"tar", "czf", out, "-C", tree, "otelcol-contrib"}, 120s);
-    REQUIRE_MESSAGE(t.exit_code == 0, "tar: " << t.err);
-    return out;
-}
-
-std::string offer_line(const std::string& version, const std::string& url,
-                       const std::string& hash, const std::string& bundle) {
-    return "{\"to\":\"myriarch-updater\",\"name\":\"otelcol-contrib\",\"version\":\"" + version +
-           "\",\"url\":\"" + url + "\",\"hash\":\"" + hash + "\",\"signature_file\":\"" + bundle +
-           "\"}";
-}
-
 // The collector process below the updater runs the binary of `version` from the volume.
 bool collector_runs(const Updater& u, const Peers& p, const std::string& version) {
     return find_descendant(u.pid(), p.install + "/versions/" + version + "/otelcol-contrib") > 0;
@@ -137,13 +100,10 @@ TEST_CASE("real update: a signed release installed under the real supervisor, a 
 
     // The releases, signed under a private test root (a real signer against mocked Fulcio and
     // Rekor), served over HTTP on 127.0.0.1.
-    REQUIRE(run({"mkdir", "-p", p.dir / "artifacts"}).exit_code == 0);
-    const std::string good = release(p, t + "/otelcol-2", "otelcol-2.tar.gz");
-    const std::string bad = release(p, t + "/otelcol-broken", "otelcol-broken.tar.gz");
+    const std::string good = p.release_archive(t + "/otelcol-2", "otelcol-2.tar.gz");
+    const std::string bad = p.release_archive(t + "/otelcol-broken", "otelcol-broken.tar.gz");
     const std::string sig = p.dir / "sigstore";
-    RunResult made = run({"node", source_dir() + "/tests/interop/sigstore-make.mjs", sig, good, bad},
-                         300s);
-    REQUIRE_MESSAGE(made.exit_code == 0, "sigstore-make.mjs: " << made.err);
+    sign_artifacts(sig, {good, bad});
     ArtifactServer artifacts(p.dir / "artifacts");
 
     GoServer server(p.dir, t, {"--token", p.token});
@@ -152,8 +112,8 @@ TEST_CASE("real update: a signed release installed under the real supervisor, a 
     p.write_updater(server.ws_url(), stop_signal, "", [&](UpdaterConfig& c) {
         c.require_signature = true;
         c.trusted_root_file = sig + "/trusted_root.json";
-        c.signer_subject = kSubject;
-        c.signer_issuer = kIssuer;
+        c.signer_subject = kSignerSubject;
+        c.signer_issuer = kSignerIssuer;
         c.allowed_download_prefixes = {artifacts.url("http", "")};
         c.collector_health_url = "http://127.0.0.1:" + std::to_string(collector_health) + "/";
         // The supervisor's start (with its bootstrap run of the collector) takes well under a
@@ -180,8 +140,8 @@ TEST_CASE("real update: a signed release installed under the real supervisor, a 
     // The second build, offered with its SHA-256 and Sigstore bundle.
     size_t from = server.all().size();
     auto t0 = std::chrono::steady_clock::now();
-    server.offer(offer_line(v2, artifacts.url("http", "otelcol-2.tar.gz"), sha256_of(good),
-                            sig + "/signed/otelcol-2.tar.gz.json"));
+    server.offer(v2, artifacts.url("http", "otelcol-2.tar.gz"), wired::sha256_of(good),
+                 sig + "/signed/otelcol-2.tar.gz.json");
     auto st = wait_final(server, v2, from, 120s);
     REQUIRE_MESSAGE(st, "no final status for " << v2 << "\n" << logs());
     CHECK_MESSAGE(st->status == "PackageStatusEnum_Installed", st->error << "\n" << logs());
@@ -208,8 +168,8 @@ TEST_CASE("real update: a signed release installed under the real supervisor, a 
     // fails, so the health check against the real endpoints fails and the updater rolls back.
     from = server.all().size();
     t0 = std::chrono::steady_clock::now();
-    server.offer(offer_line(broken, artifacts.url("http", "otelcol-broken.tar.gz"),
-                            sha256_of(bad), sig + "/signed/otelcol-broken.tar.gz.json"));
+    server.offer(broken, artifacts.url("http", "otelcol-broken.tar.gz"), wired::sha256_of(bad),
+                 sig + "/signed/otelcol-broken.tar.gz.json");
     st = wait_final(server, broken, from, 180s);
     REQUIRE_MESSAGE(st, "no final status for " << broken << "\n" << logs());
     CHECK_MESSAGE(st->status == "PackageStatusEnum_InstallFailed", logs());

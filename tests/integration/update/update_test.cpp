@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "test_signer.hpp"
 #include "update_rig.hpp"
 
 using namespace myr::test;
@@ -405,23 +406,6 @@ TEST_CASE("update: an archive battery through the binary") {
     CHECK(u.stop() == 0);
 }
 
-namespace {
-
-// Why the Sigstore signer cannot run here, or "".
-std::string signer_unavailable() {
-    if (run({"node", "--version"}, 30s).exit_code != 0) return "node is not installed";
-    if (!exists(source_dir() + "/tests/interop/node_modules/@sigstore/sign")) {
-        return "tests/interop/node_modules is missing (npm install --no-audit --no-fund there)";
-    }
-    return "";
-}
-
-const char* kSubject =
-    "https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0";
-const char* kIssuer = "https://token.actions.githubusercontent.com";
-
-}  // namespace
-
 TEST_CASE("update: signed releases under a private test root") {
     if (!can_run_pid1()) return;
     if (std::string why = signer_unavailable(); !why.empty()) MYR_SKIP(why);
@@ -429,10 +413,7 @@ TEST_CASE("update: signed releases under a private test root") {
     const std::string good = rig.tar_gz(rig.release("0.117.0"), "signed.tar.gz");
     const std::string other = rig.tar_gz(rig.release("0.118.0"), "other.tar.gz");
     const std::string sig = rig.dir / "sigstore";
-    RunResult made = run({"node", source_dir() + "/tests/interop/sigstore-make.mjs", sig,
-                          rig.artifacts + "/" + good},
-                         180s);
-    REQUIRE_MESSAGE(made.exit_code == 0, "sigstore-make.mjs: " << made.err);
+    sign_artifacts(sig, {rig.artifacts + "/" + good});
     const std::string ok = sig + "/cases/ok-v0.3/bundle.json";
     const std::string bad_sig = sig + "/cases/tampered-signature-resealed/bundle.json";
     auto signing = [&](bool required, const std::string& subject) {
@@ -440,7 +421,7 @@ TEST_CASE("update: signed releases under a private test root") {
             c.require_signature = required;
             c.trusted_root_file = sig + "/trusted_root.json";
             c.signer_subject = subject;
-            c.signer_issuer = kIssuer;
+            c.signer_issuer = kSignerIssuer;
         };
     };
     auto signed_offer = [](const std::string& version, const std::string& file,
@@ -451,7 +432,7 @@ TEST_CASE("update: signed releases under a private test root") {
     };
 
     SUBCASE("a good bundle, signature required") {
-        rig.configure(seed(rig), signing(true, kSubject));
+        rig.configure(seed(rig), signing(true, kSignerSubject));
         Updater u(rig.config());
         rig.settle(u);
         expect_failure(rig, u, {"0.118.0", other},
@@ -472,7 +453,7 @@ TEST_CASE("update: signed releases under a private test root") {
         CHECK(u.stop() == 0);
     }
     SUBCASE("a tampered artifact") {
-        rig.configure(seed(rig), signing(true, kSubject));
+        rig.configure(seed(rig), signing(true, kSignerSubject));
         Updater u(rig.config());
         rig.settle(u);
         // The server's bytes changed after the offer was made: the content hash catches it.
@@ -484,7 +465,7 @@ TEST_CASE("update: signed releases under a private test root") {
         CHECK(u.stop() == 0);
     }
     SUBCASE("an invalid signature fails even when none is required") {
-        rig.configure(seed(rig), signing(false, kSubject));
+        rig.configure(seed(rig), signing(false, kSignerSubject));
         Updater u(rig.config());
         rig.settle(u);
         expect_failure(rig, u, signed_offer("0.117.0", good, bad_sig), "signature: ");
