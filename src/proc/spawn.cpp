@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/signals.hpp"
+
 extern char** environ;
 
 namespace myr::proc {
@@ -61,18 +63,8 @@ namespace {
             report_and_exit(status_fd, errno);
         }
     }
-    // The updater's handlers and mask are libuv's; the child starts from the defaults. Dispositions
-    // first, then the mask, so a pending signal meets the default action rather than our handler.
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigemptyset(&dfl.sa_mask);
-    for (int sig = 1; sig < NSIG; ++sig) {
-        if (sig == SIGKILL || sig == SIGSTOP) continue;
-        ::sigaction(sig, &dfl, nullptr);
-    }
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // The updater's handlers and mask are libuv's; the child starts from the defaults.
+    sigstate::restore_defaults();
     if (output_fd >= 0) {
         ::dup2(output_fd, 1);
         ::dup2(output_fd, 2);

@@ -27,6 +27,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/signals.hpp"
+
 extern char** environ;
 
 namespace myr::test {
@@ -212,17 +214,9 @@ Process Process::spawn(const std::vector<std::string>& argv_in, const SpawnOptio
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
         if (opts.new_process_group) ::setpgid(0, 0);
-        // Default dispositions, as the updater gives its child: a test run under nohup (SIGHUP
-        // ignored, inherited through exec) must not change what a program does with a signal.
-        struct sigaction dfl {};
-        dfl.sa_handler = SIG_DFL;
-        sigemptyset(&dfl.sa_mask);
-        for (int sig = 1; sig < NSIG; ++sig) {
-            if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
-        }
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        // As the updater gives its child: a test run under nohup (SIGHUP ignored, inherited
+        // through exec) must not change what a program does with a signal.
+        myr::sigstate::restore_defaults();
         int in = ::open(opts.stdin_file.empty() ? "/dev/null" : opts.stdin_file.c_str(), O_RDONLY);
         int out = ::open(p.out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
         int err = ::open(p.err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
