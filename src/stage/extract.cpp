@@ -246,8 +246,8 @@ bool zstd_magic(const Source& s) {
 Status check_arguments(const std::string& binary, const ExtractLimits& limits) {
     if (binary.empty() || binary == "." || binary == ".." ||
         binary.find('/') != std::string::npos) {
-        return fail(Errc::invalid, "stage: binary name \"" + binary +
-                                       "\" must be a single path component");
+        return fail(Errc::invalid,
+                    "stage: binary name \"" + binary + "\" must be a single path component");
     }
     if (limits.max_binary_size == 0) {
         return fail(Errc::invalid, "stage: no size limit for the binary (max_binary_size is 0)");
@@ -330,8 +330,8 @@ class Extraction {
                                    std::to_string(max_unpacked_) + " bytes (limit max_unpacked)");
         }
         if (src_.read_errno != 0) {
-            return fail(Error(Errc::system, "stage: read archive: " +
-                                                std::string(std::strerror(src_.read_errno)),
+            return fail(Error(Errc::system,
+                              "stage: read archive: " + std::string(std::strerror(src_.read_errno)),
                               src_.read_errno));
         }
         const char* why = archive_error_string(a_.get());
@@ -397,8 +397,7 @@ class Extraction {
             static_cast<uint64_t>(archive_entry_size(e)) > limits_.max_binary_size) {
             return refuse(raw, "refusing member of " + std::to_string(archive_entry_size(e)) +
                                    " bytes, over the limit of " +
-                                   std::to_string(limits_.max_binary_size) +
-                                   " (max_binary_size)");
+                                   std::to_string(limits_.max_binary_size) + " (max_binary_size)");
         }
         found_ = raw;
         found_top_ = top;
