@@ -99,6 +99,17 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, line, _ = summarize(tmp, [ok, script])
     expect("meson's SKIP is a skip", (rc, line), (0, "3 passed, 0 failed, 1 skipped"))
 
+    # scripts/hygiene.py writes one record per check; a failed one names its first problem.
+    hygiene = [{"name": "hygiene-format", "result": "OK", "stdout": "hygiene format: ok\n"},
+               {"name": "hygiene-docs", "result": "FAIL", "stdout": "hygiene docs: FAILED (2)\n",
+                "why": "docs/x.md:3: names src/gone.cpp, which does not exist (and 1 more)"},
+               {"name": "hygiene-functions", "result": "SKIP", "stdout": "no ctags\n"}]
+    rc, line, out = summarize(tmp, hygiene)
+    expect("each hygiene check counts once", (rc, line), (1, "1 passed, 1 failed, 1 skipped"))
+    expect("a failed check says which file and why",
+           "FAILED: hygiene-docs (FAIL: docs/x.md:3: names src/gone.cpp, which does not exist "
+           "(and 1 more))" in out, True)
+
 for f in failures:
     print("FAIL:", f)
 print(f"summarize.py: {checks} checks, {len(failures)} failed")
