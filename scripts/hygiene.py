@@ -200,8 +200,8 @@ DOTTED = re.compile(r"^([A-Za-z]\w*(?:\.[A-Za-z]\w*)+)(?:\[\d+\])?(?::.*|=.*)?$"
 
 
 BARE_SOURCE = re.compile(r"^[\w.-]+\.(cpp|hpp|c|h|py|sh|mjs)$")
-FENCE_OFF = "<!-- hygiene-docs: off -->"
-FENCE_ON = "<!-- hygiene-docs: on -->"
+FENCE_OFF = "<!-- hygiene-docs: off"
+FENCE_ON = "<!-- hygiene-docs: on"
 LINK_TARGET = re.compile(r"\]\(([^)\s#]+)")
 
 
