@@ -5,19 +5,14 @@ import os
 import sys
 import tempfile
 
+from checks import Checks
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
 import hygiene  # noqa: E402
 
-failures = []
-checks = 0
-
-
-def expect(name, got, want):
-    global checks
-    checks += 1
-    if got != want:
-        failures.append(f"{name}: got {got!r}, want {want!r}")
+checks = Checks("hygiene.py")
+expect = checks.expect
 
 
 keys = hygiene.config_keys()
@@ -56,7 +51,4 @@ expect("path claims: repo paths, module paths, links; not absolute, URLs, ./x, o
         (1, "store/activate.cpp", "src/store/activate.cpp", ()),
         (1, "volume.md", "docs/volume.md", ())])
 
-for f in failures:
-    print("FAIL:", f)
-print(f"hygiene.py: {checks} checks, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+checks.finish()

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tempfile
 
+from checks import Checks
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUMMARIZE = os.path.join(HERE, "summarize.py")
 
@@ -30,15 +32,8 @@ def summarize(tmp, records, *extra, strict=False):
     return p.returncode, p.stdout.strip().splitlines()[-1], p.stdout
 
 
-failures = []
-checks = 0
-
-
-def expect(name, got, want):
-    global checks
-    checks += 1
-    if got != want:
-        failures.append(f"{name}: got {got!r}, want {want!r}")
+checks = Checks("summarize.py")
+expect = checks.expect
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -110,7 +105,4 @@ with tempfile.TemporaryDirectory() as tmp:
            "FAILED: hygiene-docs (FAIL: docs/x.md:3: names src/gone.cpp, which does not exist "
            "(and 1 more))" in out, True)
 
-for f in failures:
-    print("FAIL:", f)
-print(f"summarize.py: {checks} checks, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+checks.finish()
