@@ -20,6 +20,9 @@ MYR_BUILD_PKGS=(build-essential meson ninja-build pkg-config python3 libuv1-dev 
     protobuf-c-compiler doctest-dev node-llhttp)
 MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps e2fsprogs xz-utils zstd)
 MYR_FUZZ_PKGS=(clang libclang-rt-14-dev)
+# The hygiene gate (scripts/hygiene.py): clang-format 14 for `format`, Universal Ctags for
+# `functions`, PyYAML for the chart's values in `docs`, git for the file list.
+MYR_HYGIENE_PKGS=(clang-format universal-ctags python3-yaml git)
 # tests/bench/idle.sh measures next to tini's static build.
 MYR_BENCH_PKGS=(tini)
 

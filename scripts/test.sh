@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test: builds the static test build (the binary as it ships, with fault injection on)
+# Runs every test: runs the hygiene gate (scripts/hygiene.py: format, includes, docs, functions);
+# builds the static test build (the binary as it ships, with fault injection on)
 # and runs the unit and integration suites; builds with ASan/UBSan and runs the unit suite again;
 # builds the libFuzzer targets with clang and replays each corpus for a short time; cross-builds
 # for arm64 and runs its unit suite and the copy/verify cases under qemu-user. Ends with the
 # line `N passed, N failed, N skipped` summed over all stages.
 #
 #   bash scripts/test.sh                        everything
-#   MYR_STAGES="static" bash scripts/test.sh    only some stages (static asan fuzz arm64)
+#   MYR_STAGES="static" bash scripts/test.sh    only some stages (hygiene static asan fuzz arm64)
 #   MYR_TEST_STRICT=1 bash scripts/test.sh      a missing prerequisite fails instead of skipping
 #                                               (.ci/run sets it: CI installs every prerequisite)
 #
@@ -15,10 +16,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" "${MYR_FUZZ_PKGS[@]}" "${MYR_PACKAGING_PKGS[@]}" || exit 1
+myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" "${MYR_FUZZ_PKGS[@]}" "${MYR_PACKAGING_PKGS[@]}" \
+    "${MYR_HYGIENE_PKGS[@]}" || exit 1
 myr_need_node || exit 1
 
-stages=${MYR_STAGES:-"static asan fuzz arm64"}
+stages=${MYR_STAGES:-"hygiene static asan fuzz arm64"}
 strict=${MYR_TEST_STRICT:-0}
 export MYR_TEST_STRICT=$strict
 jobs=$(nproc)
@@ -106,6 +108,19 @@ build() {  # stage, dir
 
 for stage in $stages; do
     case $stage in
+        hygiene)
+            # Each check is one test in the closing line; a failed one prints `file:line: why`
+            # here and names its first problem on its FAILED line. Its log is removed first, as
+            # meson's are, so a stale one cannot stand in for this run.
+            mkdir -p build
+            rm -f build/hygiene.json
+            echo "== hygiene: format includes docs functions" >&2
+            python3 scripts/hygiene.py --log build/hygiene.json >&2
+            rc=$?
+            logs+=(build/hygiene.json)
+            # 1: a check failed (in the log); 77: every check skipped (in the log as skips).
+            case $rc in 0|1|77) ;; *) logs+=("STAGE-FAILED:hygiene:scripts/hygiene.py exited $rc") ;; esac
+            ;;
         static)
             setup build/static -Dstatic=true -Dfault_injection=true -Dbuildtype=debugoptimized || { logs+=("BUILD-FAILED:static"); continue; }
             build static build/static || continue

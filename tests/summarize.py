@@ -5,7 +5,8 @@ doctest executables report per test case ("[doctest] test cases: 12 | 11 passed 
 skipped"). doctest has no run-time skip, so a case whose prerequisite is missing prints the marker
 line `MYR-SKIP<TAB><case><TAB><why>` (tests/support/harness.hpp) and returns, which doctest counts as
 passed: each such case is moved from passed to skipped here. Other tests (scripts) count as one
-each, and meson's SKIP result (exit 77) as one skip.
+each, and meson's SKIP result (exit 77) as one skip. scripts/hygiene.py writes its checks as records
+of the same shape, with a "why" naming the first problem, shown on the FAILED line.
 
 Nothing here can turn a failure into success:
 - an executable that crashed or timed out, before or after printing its summary, is a failure;
@@ -94,7 +95,9 @@ def count(t, totals):
         totals.skipped += 1
         totals.skips.append(f"{name}: skipped by its runner")
     else:
-        totals.fail(f"{name} ({result})")
+        # A check that is not a test program (scripts/hygiene.py) says what failed in "why".
+        why = t.get("why")
+        totals.fail(f"{name} ({result}: {why})" if why else f"{name} ({result})")
 
 
 def main(argv):

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tempfile
 
+from checks import Checks
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUMMARIZE = os.path.join(HERE, "summarize.py")
 
@@ -30,15 +32,8 @@ def summarize(tmp, records, *extra, strict=False):
     return p.returncode, p.stdout.strip().splitlines()[-1], p.stdout
 
 
-failures = []
-checks = 0
-
-
-def expect(name, got, want):
-    global checks
-    checks += 1
-    if got != want:
-        failures.append(f"{name}: got {got!r}, want {want!r}")
+checks = Checks("summarize.py")
+expect = checks.expect
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -99,7 +94,15 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, line, _ = summarize(tmp, [ok, script])
     expect("meson's SKIP is a skip", (rc, line), (0, "3 passed, 0 failed, 1 skipped"))
 
-for f in failures:
-    print("FAIL:", f)
-print(f"summarize.py: {checks} checks, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+    # scripts/hygiene.py writes one record per check; a failed one names its first problem.
+    hygiene = [{"name": "hygiene-format", "result": "OK", "stdout": "hygiene format: ok\n"},
+               {"name": "hygiene-docs", "result": "FAIL", "stdout": "hygiene docs: FAILED (2)\n",
+                "why": "docs/x.md:3: names src/gone.cpp, which does not exist (and 1 more)"},
+               {"name": "hygiene-functions", "result": "SKIP", "stdout": "no ctags\n"}]
+    rc, line, out = summarize(tmp, hygiene)
+    expect("each hygiene check counts once", (rc, line), (1, "1 passed, 1 failed, 1 skipped"))
+    expect("a failed check says which file and why",
+           "FAILED: hygiene-docs (FAIL: docs/x.md:3: names src/gone.cpp, which does not exist "
+           "(and 1 more))" in out, True)
+
+checks.finish()

@@ -242,203 +242,259 @@ bool zstd_magic(const Source& s) {
     return s.magic_len == 4 && std::memcmp(s.magic, kZstd, 4) == 0;
 }
 
-}  // namespace
-
-Result<Extracted> extract_binary(int archive_fd, const std::string& binary, int dir_fd,
-                                 const ExtractLimits& limits) {
+// The arguments' own rules, before any byte is read.
+Status check_arguments(const std::string& binary, const ExtractLimits& limits) {
     if (binary.empty() || binary == "." || binary == ".." ||
         binary.find('/') != std::string::npos) {
-        return fail(Errc::invalid, "stage: binary name \"" + binary +
-                                       "\" must be a single path component");
+        return fail(Errc::invalid,
+                    "stage: binary name \"" + binary + "\" must be a single path component");
     }
     if (limits.max_binary_size == 0) {
         return fail(Errc::invalid, "stage: no size limit for the binary (max_binary_size is 0)");
     }
-    const uint64_t max_unpacked = limits.max_unpacked != 0
-                                      ? limits.max_unpacked
-                                      : (limits.max_binary_size > UINT64_MAX / 4
-                                             ? UINT64_MAX
-                                             : 4 * limits.max_binary_size);
+    return {};
+}
 
-    std::unique_ptr<struct archive, ArchiveFree> a(archive_read_new());
-    if (!a) return fail(Errc::system, "stage: out of memory creating the archive reader");
-    // Only what releases are shipped as: each format and filter registered here is code that
-    // reads hostile bytes, and (in the static build) code linked into the binary.
-    archive_read_support_format_tar(a.get());
-    archive_read_support_filter_xz(a.get());
+// max_unpacked, or four times the binary's limit when it is not given.
+uint64_t unpacked_limit(const ExtractLimits& limits) {
+    if (limits.max_unpacked != 0) return limits.max_unpacked;
+    return limits.max_binary_size > UINT64_MAX / 4 ? UINT64_MAX : 4 * limits.max_binary_size;
+}
+
+// One extraction, as steps over shared state: open the reader, walk every member (copying the
+// one binary into a temp file), read the gzip stream to its trailer, then give the temp file its
+// name. Any step's refusal leaves nothing under that name: the temp file goes with this object.
+class Extraction {
+  public:
+    Extraction(int archive_fd, const std::string& binary, int dir_fd, const ExtractLimits& limits)
+        : archive_fd_(archive_fd),
+          binary_(binary),
+          dir_fd_(dir_fd),
+          limits_(limits),
+          max_unpacked_(unpacked_limit(limits)) {}
+
+    Result<Extracted> run() {
+        if (auto ok = open(); !ok) return ok.fail();
+        if (auto ok = read_members(); !ok) return ok.fail();
+        if (src_.over_unpacked) return failure(found_);
+        if (auto ok = drain_gzip(); !ok) return ok.fail();
+        if (found_.empty()) {
+            return refuse(binary_, "no member named " + binary_ +
+                                       " at the top of the archive or under one top folder");
+        }
+        return commit();
+    }
+
+  private:
+    Status open() {
+        a_.reset(archive_read_new());
+        if (!a_) return fail(Errc::system, "stage: out of memory creating the archive reader");
+        // Only what releases are shipped as: each format and filter registered here is code that
+        // reads hostile bytes, and (in the static build) code linked into the binary.
+        archive_read_support_format_tar(a_.get());
+        archive_read_support_filter_xz(a_.get());
 #if MYR_HAVE_ZSTD
-    archive_read_support_filter_zstd(a.get());
+        archive_read_support_filter_zstd(a_.get());
 #endif
-
-    Source src;
-    src.fd = archive_fd;
-    src.max_unpacked = max_unpacked;
-    // A seekable archive is read from its start: zip's offsets count from there.
-    const bool seekable = ::lseek(archive_fd, 0, SEEK_SET) == 0;
-    if (auto p = src.prime(); !p) {
-        return fail(Error(Errc::system, "stage: read archive: " + p.error().message(),
-                          p.error().sys_errno()));
+        src_.fd = archive_fd_;
+        src_.max_unpacked = max_unpacked_;
+        // A seekable archive is read from its start: zip's offsets count from there.
+        const bool seekable = ::lseek(archive_fd_, 0, SEEK_SET) == 0;
+        if (auto p = src_.prime(); !p) {
+            return fail(Error(Errc::system, "stage: read archive: " + p.error().message(),
+                              p.error().sys_errno()));
+        }
+        // zip: from its central directory when the fd can seek — the directory is what unzip and
+        // the Go toolchain read, and a zip without a valid one (cut short, a flipped offset) is
+        // then refused rather than read again from its local headers. A pipe only allows the
+        // local headers.
+        if (seekable) {
+            archive_read_support_format_zip_seekable(a_.get());
+        } else {
+            archive_read_support_format_zip_streamable(a_.get());
+        }
+        archive_read_set_read_callback(a_.get(), on_read);
+        archive_read_set_callback_data(a_.get(), &src_);
+        // Seeking would bypass our gzip layer; plain tar and zip use it to skip members unread.
+        if (seekable && !src_.gzip) archive_read_set_seek_callback(a_.get(), on_seek);
+        if (archive_read_open1(a_.get()) != ARCHIVE_OK) return failure("");
+        return {};
     }
-    // zip: from its central directory when the fd can seek — the directory is what unzip and
-    // the Go toolchain read, and a zip without a valid one (cut short, a flipped offset) is then
-    // refused rather than read again from its local headers. A pipe only allows the local headers.
-    if (seekable) {
-        archive_read_support_format_zip_seekable(a.get());
-    } else {
-        archive_read_support_format_zip_streamable(a.get());
-    }
-    archive_read_set_read_callback(a.get(), on_read);
-    archive_read_set_callback_data(a.get(), &src);
-    // Seeking would bypass our gzip layer; plain tar and zip use it to skip members unread.
-    if (seekable && !src.gzip) archive_read_set_seek_callback(a.get(), on_seek);
 
     // The reason for a failure of libarchive, in our words first: the limits and read errors we
     // caused ourselves, then its own text.
-    auto archive_failure = [&](const std::string& member) -> Failure {
+    Failure failure(const std::string& member) {
         const std::string who = member.empty() ? std::string("archive") : member;
-        if (src.over_unpacked) {
+        if (src_.over_unpacked) {
             return refuse(who, "refusing archive that unpacks to more than " +
-                                   std::to_string(max_unpacked) + " bytes (limit max_unpacked)");
+                                   std::to_string(max_unpacked_) + " bytes (limit max_unpacked)");
         }
-        if (src.read_errno != 0) {
-            return fail(Error(Errc::system, "stage: read archive: " +
-                                                std::string(std::strerror(src.read_errno)),
-                              src.read_errno));
+        if (src_.read_errno != 0) {
+            return fail(Error(Errc::system,
+                              "stage: read archive: " + std::string(std::strerror(src_.read_errno)),
+                              src_.read_errno));
         }
-        const char* why = archive_error_string(a.get());
-        std::string text = !src.gzip_error.empty() ? src.gzip_error : why ? why : "unknown error";
-        if (src.raw_bytes == 0) return refuse("archive", "refusing empty file");
-        if (!MYR_HAVE_ZSTD && member.empty() && zstd_magic(src)) {
+        const char* why = archive_error_string(a_.get());
+        std::string text = !src_.gzip_error.empty() ? src_.gzip_error : why ? why : "unknown error";
+        if (src_.raw_bytes == 0) return refuse("archive", "refusing empty file");
+        if (!MYR_HAVE_ZSTD && member.empty() && zstd_magic(src_)) {
             return refuse("archive", "zstd compression is not supported by this build");
         }
-        if (member.empty() && src.magic_len == 4 && std::memcmp(src.magic, "PK\x03\x04", 4) == 0 &&
-            archive_file_count(a.get()) == 0) {
+        if (member.empty() && src_.magic_len == 4 &&
+            std::memcmp(src_.magic, "PK\x03\x04", 4) == 0 && archive_file_count(a_.get()) == 0) {
             return refuse("archive",
                           "truncated or corrupt archive: a zip without a valid central directory");
         }
-        if (member.empty() && archive_file_count(a.get()) == 0) {
+        if (member.empty() && archive_file_count(a_.get()) == 0) {
             return refuse("archive", "not a tar or zip archive (gzip, xz, zstd or none): " + text);
         }
         return refuse(who, "truncated or corrupt archive: " + text);
-    };
+    }
 
-    if (archive_read_open1(a.get()) != ARCHIVE_OK) return archive_failure("");
-
-    std::optional<fsx::TempFile> out;
-    std::string found;        // the member being or having been extracted
-    std::string found_top;    // its top folder, "" when at the top
-    uint64_t written = 0;
-    hash::Sha256 sha;
-    uint64_t members = 0;
-    uint64_t zip_data = 0;  // zip decompresses per member: the binary's bytes come on top
-
-    for (;;) {
-        struct archive_entry* e = nullptr;
-        int r = archive_read_next_header(a.get(), &e);
-        if (r == ARCHIVE_EOF) break;
-        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) return archive_failure(found);
-        if (++members > limits.max_members) {
-            return refuse("archive", "refusing archive with more than " +
-                                         std::to_string(limits.max_members) +
-                                         " members (limit max_members)");
-        }
-        const char* p = archive_entry_pathname(e);
-        const std::string raw = p ? p : "";
-        if (raw.empty()) return refuse("archive", "refusing member without a name");
-        const Name name = split_name(raw);
-        if (name.absolute) return refuse(raw, "refusing absolute member name");
-        if (name.dotdot) return refuse(raw, "refusing member name with a '..' component");
-
-        // A directory is never the binary: the top folder may well be named like it.
-        const bool candidate = !name.parts.empty() && name.parts.back() == binary &&
-                               name.parts.size() <= 2 && archive_entry_filetype(e) != AE_IFDIR;
-        if (!candidate) continue;  // read past: its data is skipped by the next header call
-
-        const std::string top = name.parts.size() == 2 ? name.parts[0] : "";
-        if (!found.empty()) {
-            if (!found_top.empty() && !top.empty() && found_top != top) {
-                return refuse(raw, "refusing a second top folder holding " + binary + " (" +
-                                       found_top + "/ and " + top + "/)");
+    // Every member to the archive's end: each name is judged, the binary is copied out.
+    Status read_members() {
+        for (;;) {
+            struct archive_entry* e = nullptr;
+            int r = archive_read_next_header(a_.get(), &e);
+            if (r == ARCHIVE_EOF) return {};
+            if (r != ARCHIVE_OK && r != ARCHIVE_WARN) return failure(found_);
+            if (++members_ > limits_.max_members) {
+                return refuse("archive", "refusing archive with more than " +
+                                             std::to_string(limits_.max_members) +
+                                             " members (limit max_members)");
             }
-            return refuse(raw, "refusing duplicate member: " + found + " is the binary already");
+            const char* p = archive_entry_pathname(e);
+            const std::string raw = p ? p : "";
+            if (raw.empty()) return refuse("archive", "refusing member without a name");
+            const Name name = split_name(raw);
+            if (name.absolute) return refuse(raw, "refusing absolute member name");
+            if (name.dotdot) return refuse(raw, "refusing member name with a '..' component");
+
+            // A directory is never the binary: the top folder may well be named like it.
+            const bool candidate = !name.parts.empty() && name.parts.back() == binary_ &&
+                                   name.parts.size() <= 2 && archive_entry_filetype(e) != AE_IFDIR;
+            if (!candidate) continue;  // read past: its data is skipped by the next header call
+            if (auto ok = accept_binary(e, raw, name); !ok) return ok.fail();
+            if (auto ok = copy_binary(raw); !ok) return ok.fail();
+        }
+    }
+
+    // The member named like the binary must be the only one, a regular file, within the limit.
+    Status accept_binary(struct archive_entry* e, const std::string& raw, const Name& name) {
+        const std::string top = name.parts.size() == 2 ? name.parts[0] : "";
+        if (!found_.empty()) {
+            if (!found_top_.empty() && !top.empty() && found_top_ != top) {
+                return refuse(raw, "refusing a second top folder holding " + binary_ + " (" +
+                                       found_top_ + "/ and " + top + "/)");
+            }
+            return refuse(raw, "refusing duplicate member: " + found_ + " is the binary already");
         }
         if (archive_entry_hardlink(e) != nullptr || archive_entry_filetype(e) != AE_IFREG) {
             return refuse(raw, std::string("refusing ") + type_name(e) +
                                    " member (the binary must be a regular file)");
         }
         if (archive_entry_size_is_set(e) && archive_entry_size(e) >= 0 &&
-            static_cast<uint64_t>(archive_entry_size(e)) > limits.max_binary_size) {
+            static_cast<uint64_t>(archive_entry_size(e)) > limits_.max_binary_size) {
             return refuse(raw, "refusing member of " + std::to_string(archive_entry_size(e)) +
                                    " bytes, over the limit of " +
-                                   std::to_string(limits.max_binary_size) +
-                                   " (max_binary_size)");
+                                   std::to_string(limits_.max_binary_size) + " (max_binary_size)");
         }
-        found = raw;
-        found_top = top;
+        found_ = raw;
+        found_top_ = top;
+        return {};
+    }
 
-        auto t = fsx::TempFile::create(dir_fd, binary);
+    // The binary's bytes into a temp file in dir_fd, hashed on the way, within both limits.
+    Status copy_binary(const std::string& raw) {
+        auto t = fsx::TempFile::create(dir_fd_, binary_);
         if (!t) return t.fail("stage: " + raw);
-        out.emplace(std::move(*t));
+        out_.emplace(std::move(*t));
         std::vector<char> buf(kBlock);
         for (;;) {
-            la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
-            if (n == 0) break;
-            if (n < 0) return archive_failure(raw);
-            written += static_cast<uint64_t>(n);
-            if ((archive_format(a.get()) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_ZIP) {
-                zip_data += static_cast<uint64_t>(n);
+            la_ssize_t n = archive_read_data(a_.get(), buf.data(), buf.size());
+            if (n == 0) return {};
+            if (n < 0) return failure(raw);
+            written_ += static_cast<uint64_t>(n);
+            if ((archive_format(a_.get()) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_ZIP) {
+                zip_data_ += static_cast<uint64_t>(n);
             }
             // The header's size is only a claim; what counts is what comes out.
-            if (written > limits.max_binary_size) {
+            if (written_ > limits_.max_binary_size) {
                 return refuse(raw, "refusing member over the limit of " +
-                                       std::to_string(limits.max_binary_size) +
+                                       std::to_string(limits_.max_binary_size) +
                                        " bytes (max_binary_size)");
             }
-            const la_int64_t seen = archive_filter_bytes(a.get(), 0);
-            if (zip_data + static_cast<uint64_t>(std::max<la_int64_t>(0, seen)) > max_unpacked) {
-                src.over_unpacked = true;
-                return archive_failure(raw);
+            const la_int64_t seen = archive_filter_bytes(a_.get(), 0);
+            if (zip_data_ + static_cast<uint64_t>(std::max<la_int64_t>(0, seen)) > max_unpacked_) {
+                src_.over_unpacked = true;
+                return failure(raw);
             }
-            sha.update(buf.data(), static_cast<size_t>(n));
-            auto w = out->write(std::string_view(buf.data(), static_cast<size_t>(n)));
-            if (!w) return w.fail("stage: " + raw + ": write " + binary);
+            sha_.update(buf.data(), static_cast<size_t>(n));
+            auto w = out_->write(std::string_view(buf.data(), static_cast<size_t>(n)));
+            if (!w) return w.fail("stage: " + raw + ": write " + binary_);
         }
     }
-    if (src.over_unpacked) return archive_failure(found);
+
     // libarchive stops at the tar's end-of-archive blocks; the gzip trailer after them (CRC-32,
     // length) is what proves the stream whole, so read to it.
-    while (src.gzip) {
-        ssize_t n = src.inflate_some();
-        if (n == 0) break;
-        if (n < 0) return archive_failure(found);
-        src.drained += static_cast<uint64_t>(n);
-        const la_int64_t seen = archive_filter_bytes(a.get(), 0);
-        if (static_cast<uint64_t>(std::max<la_int64_t>(0, seen)) + src.drained > max_unpacked) {
-            src.over_unpacked = true;
-            return archive_failure(found);
+    Status drain_gzip() {
+        while (src_.gzip) {
+            ssize_t n = src_.inflate_some();
+            if (n == 0) break;
+            if (n < 0) return failure(found_);
+            src_.drained += static_cast<uint64_t>(n);
+            const la_int64_t seen = archive_filter_bytes(a_.get(), 0);
+            if (static_cast<uint64_t>(std::max<la_int64_t>(0, seen)) + src_.drained >
+                max_unpacked_) {
+                src_.over_unpacked = true;
+                return failure(found_);
+            }
         }
+        return {};
     }
-    if (found.empty()) {
-        return refuse(binary, "no member named " + binary +
-                                  " at the top of the archive or under one top folder");
-    }
+
     // commit() fails after its rename only at the directory fsync; the promise is still "nothing
     // under that name", so our file goes then — recognised by its inode, an older file is kept.
-    struct stat mine {};
-    const bool have_ino = ::fstat(out->fd(), &mine) == 0;
-    if (auto c = out->commit(0755); !c) {
-        struct stat now {};
-        if (have_ino && ::fstatat(dir_fd, binary.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-            now.st_ino == mine.st_ino && now.st_dev == mine.st_dev) {
-            (void)fsx::unlink_at(dir_fd, binary);
+    Result<Extracted> commit() {
+        struct stat mine {};
+        const bool have_ino = ::fstat(out_->fd(), &mine) == 0;
+        if (auto c = out_->commit(0755); !c) {
+            struct stat now {};
+            if (have_ino && ::fstatat(dir_fd_, binary_.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+                now.st_ino == mine.st_ino && now.st_dev == mine.st_dev) {
+                (void)fsx::unlink_at(dir_fd_, binary_);
+            }
+            return c.fail("stage: " + found_ + ": " + binary_);
         }
-        return c.fail("stage: " + found + ": " + binary);
+        Extracted x;
+        x.member = found_;
+        x.size = written_;
+        x.sha256_hex = hash::to_hex(sha_.finish());
+        return x;
     }
-    Extracted x;
-    x.member = found;
-    x.size = written;
-    x.sha256_hex = hash::to_hex(sha.finish());
-    return x;
+
+    const int archive_fd_;
+    const std::string& binary_;
+    const int dir_fd_;
+    const ExtractLimits& limits_;
+    const uint64_t max_unpacked_;
+    std::unique_ptr<struct archive, ArchiveFree> a_;
+    Source src_;
+    std::optional<fsx::TempFile> out_;
+    std::string found_;      // the member being or having been extracted
+    std::string found_top_;  // its top folder, "" when at the top
+    uint64_t written_ = 0;
+    hash::Sha256 sha_;
+    uint64_t members_ = 0;
+    uint64_t zip_data_ = 0;  // zip decompresses per member: the binary's bytes come on top
+};
+
+}  // namespace
+
+Result<Extracted> extract_binary(int archive_fd, const std::string& binary, int dir_fd,
+                                 const ExtractLimits& limits) {
+    if (auto ok = check_arguments(binary, limits); !ok) return ok.fail();
+    return Extraction(archive_fd, binary, dir_fd, limits).run();
 }
 
 }  // namespace myr::stage

@@ -13,13 +13,13 @@
 namespace myr::stage {
 
 struct ExtractLimits {
-    uint64_t max_binary_size = 0;            // update.maxArtifactSize (the binary's own size)
-    uint64_t max_members = 100000;           // entries read before giving up
-    uint64_t max_unpacked = 0;               // bytes decompressed in all; 0 = 4 x max_binary_size
+    uint64_t max_binary_size = 0;   // update.maxArtifactSize (the binary's own size)
+    uint64_t max_members = 100000;  // entries read before giving up
+    uint64_t max_unpacked = 0;      // bytes decompressed in all; 0 = 4 x max_binary_size
 };
 
 struct Extracted {
-    std::string member;      // the member's name as it was in the archive
+    std::string member;  // the member's name as it was in the archive
     uint64_t size = 0;
     std::string sha256_hex;  // of the bytes written
 };

@@ -3,11 +3,11 @@
 // Behaves like the real one in what the updater can observe, and has test hooks. Every option is
 // also an environment variable (option > environment), so a test can steer it through the
 // updater's supervisorCommand or through the environment the updater passes on:
+// clang-format off
 //   --agent PATH          FAKE_SUP_AGENT          start PATH as our child, restart it 200 ms after
 //                                                 it ends, TERM it on our own TERM
 //   --health-port N       FAKE_SUP_HEALTH_PORT    serve GET on 127.0.0.1:N: 200 while the agent
-//   runs
-//                                                 (or when there is none), else 503
+//                                                 runs (or when there is none), else 503
 //   --storage-dir D       FAKE_SUP_STORAGE_DIR    write D/persistent_state.yaml with a UUIDv7
 //                                                 instance_id when absent
 //   --new-instance-id     FAKE_SUP_NEW_INSTANCE_ID=1  rewrite it with a new one at start
@@ -33,6 +33,7 @@
 //                                                 that must live for 3 s; when it ends sooner we
 //                                                 exit 1 at the 3 s mark ("could not get bootstrap
 //                                                 info from the Collector") instead of restarting it
+// clang-format on
 // Without --exit-after it runs until TERM/INT. Plain POSIX: a poll loop with a self-pipe.
 // Without --upstream-signals, TERM stops in order like INT and HUP is only recorded: the tests of
 // the updater's signal forwarding need a child that survives them; the real one does not.

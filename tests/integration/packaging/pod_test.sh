@@ -148,11 +148,24 @@ stop_pod() {  # label
     [ "$rc" = 0 ] && ok "$1: the updater exited 0" || bad "$1: the updater exited $rc"
     [ "$ms" -lt $((grace * 1000)) ] && ok "$1: stopped in $ms ms (grace period $grace s)" ||
         bad "$1: stopping took $ms ms, over the grace period of $grace s"
-    # The chart's containerMode.stopSignal: the supervisor's group gets INT first.
-    podman logs "$main" 2>&1 | grep -q 'msg="stopping child".* signal=INT' &&
+    # The chart's containerMode.stopSignal: the supervisor's group gets INT first. The container
+    # has exited, but its log may not all be readable yet: wait for the line, not for time.
+    wait_log 'msg="stopping child".* signal=INT' 10 &&
         ok "$1: the supervisor got the chart's stopSignal INT" ||
-        bad "$1: no 'stopping child ... signal=INT' in the updater's log"
-    podman logs "$main" 2>&1 | grep -E 'stopping child|child exited|shutdown' | sed 's/^/    /'
+        bad "$1: no 'stopping child ... signal=INT' in the updater's log within 10 s"
+    grep -E 'stopping child|child exited|shutdown' "$work/main.log" | sed 's/^/    /'
+}
+# Waits until the main container's log holds a line matching the ERE, at most `seconds`; the log
+# is left in $work/main.log. It goes to a file first and is grepped there: `podman logs | grep -q`
+# ends podman logs early when grep has its match, and pipefail counts that as a miss.
+wait_log() {  # ERE, seconds
+    local deadline=$(( $(date +%s) + $2 ))
+    while :; do
+        podman logs "$main" >"$work/main.log" 2>&1
+        grep -qE "$1" "$work/main.log" && return 0
+        [ "$(date +%s)" -lt "$deadline" ] || return 1
+        sleep 0.2
+    done
 }
 
 step "first start"
