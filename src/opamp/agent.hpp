@@ -1,5 +1,5 @@
 // The updater's own OpAMP agent: one WebSocket connection to the server, reports, heartbeats,
-// reconnects, and the hand-over of package offers to the Installer.
+// reconnects, and the hand-over of package offers to the PackageHandler.
 //
 // Connection states and what moves between them (everything runs on the one loop):
 //
@@ -71,7 +71,7 @@ struct AgentOptions {
 struct AgentDeps {
     loop::Scheduler* sched = nullptr;  // time, timers (also the persistent_state watcher's)
     StatusProvider* status = nullptr;
-    Installer* installer = nullptr;
+    PackageHandler* packages = nullptr;
     TransportFactory transport;
     std::function<double()> random01;  // jitter; default_random01() when empty
     // Optional observer of every decoded ServerToAgent (the driver program prints them).
@@ -93,8 +93,8 @@ class Agent {
     // Sends agent_disconnect and a Close (1000) when connected, then calls `done` once the
     // connection is closed (or after kStopTimeout). Safe to call in any state.
     void stop(std::function<void()> done);
-    // Something behind StatusProvider or Installer changed: report it if it differs from what the
-    // server last got.
+    // Something behind StatusProvider or PackageHandler changed: report it if it differs from what
+    // the server last got.
     void state_changed();
 
     State state() const { return state_; }

@@ -12,6 +12,7 @@
 #include "fakes.hpp"
 #include "harness.hpp"
 #include "loop/fake_scheduler.hpp"
+#include "opamp_stand_ins.hpp"
 
 using namespace myr;
 using namespace myr::opamp;
@@ -33,7 +34,7 @@ struct Rig {
     loop::FakeScheduler sched;
     FakeNet net;
     FixedStatusProvider status;
-    UnavailableInstaller installer;
+    UnavailablePackageHandler packages;
     double r = 0.5;
     std::unique_ptr<Agent> agent;
     AgentOptions opt;
@@ -48,7 +49,7 @@ struct Rig {
     void make() {
         AgentDeps d;
         d.status = &status;
-        d.installer = &installer;
+        d.packages = &packages;
         d.transport = net.factory();
         d.sched = &sched;
         d.random01 = [this] { return r; };
@@ -251,7 +252,7 @@ TEST_CASE("agent: malformed and undecodable messages are ignored and the connect
     CHECK(rig.sent().size() == 2);
 }
 
-TEST_CASE("agent: an offer is answered InstallFailed by the unavailable installer") {
+TEST_CASE("agent: an offer is answered InstallFailed by the unavailable package handler") {
     Rig rig;
     rig.start_connected();
     ServerToAgent s;
