@@ -422,7 +422,7 @@ void Agent::schedule_reconnect(Duration delay, const std::string& why) {
 }
 
 void Agent::stop(std::function<void()> done) {
-    stop_done_ = std::move(done);
+    stop_waiters_.push_back(std::move(done));
     reconnect_timer_->stop();
     heartbeat_timer_->stop();
     switch (state_) {
@@ -459,7 +459,13 @@ void Agent::finish_stop() {
         if (watcher_) watcher_->stop();
         log::info("opamp agent stopped");
     }
-    if (auto done = std::move(stop_done_)) done();
+    // A waiter may end the loop or destroy the agent: run them from a copy the agent no longer
+    // owns.
+    auto waiters = std::move(stop_waiters_);
+    stop_waiters_.clear();
+    for (auto& done : waiters) {
+        if (done) done();
+    }
 }
 
 }  // namespace myr::opamp

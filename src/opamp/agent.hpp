@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/result.hpp"
 #include "core/time.hpp"
@@ -91,7 +92,8 @@ class Agent {
 
     void start();
     // Sends agent_disconnect and a Close (1000) when connected, then calls `done` once the
-    // connection is closed (or after kStopTimeout). Safe to call in any state.
+    // connection is closed (or after kStopTimeout). Safe to call in any state; every caller's
+    // `done` runs once the stop completes (at once when it already has).
     void stop(std::function<void()> done);
     // Something behind StatusProvider or PackageHandler changed: report it if it differs from what
     // the server last got.
@@ -139,7 +141,7 @@ class Agent {
     MonoTime opened_at_{};
     MonoTime last_sent_at_{};
     std::optional<Duration> closing_delay_;  // chosen when we close on Unavailable
-    std::function<void()> stop_done_;
+    std::vector<std::function<void()>> stop_waiters_;
     // What the server got last on this connection; cleared on connect.
     std::optional<AgentDescription> sent_desc_;
     std::optional<ComponentHealth> sent_health_;

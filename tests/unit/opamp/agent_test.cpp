@@ -405,6 +405,29 @@ TEST_CASE("agent: stop sends agent_disconnect, closes with 1000, and finishes on
     CHECK(rig.net.conns.size() == 1);  // no reconnect after stop
 }
 
+TEST_CASE("agent: a second stop keeps the first caller's callback; each runs once at the end") {
+    Rig rig;
+    rig.start_connected();
+    int first = 0, second = 0, late = 0;
+    rig.agent->stop([&] { ++first; });
+    rig.agent->stop([&] { ++second; });
+    CHECK(rig.agent->state() == Agent::State::stopping);
+    CHECK(first + second == 0);
+    REQUIRE(rig.sent().size() == 2);  // one goodbye, not two
+    rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
+    CHECK(first == 1);
+    CHECK(second == 1);
+    // The stop timer is gone with the stop: nothing runs a callback again.
+    rig.advance(kStopTimeout * 2);
+    CHECK(first == 1);
+    CHECK(second == 1);
+    CHECK(rig.sched.armed_timers() == 0);
+    // A stop after the stop answers at once.
+    rig.agent->stop([&] { ++late; });
+    CHECK(late == 1);
+    CHECK(first == 1);
+}
+
 TEST_CASE("agent: stop gives up waiting for the close after a few seconds") {
     Rig rig;
     rig.start_connected();
