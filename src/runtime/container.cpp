@@ -151,9 +151,9 @@ Status ContainerRuntime::start_probes() {
 // step may answer after it is gone.
 LifecycleSteps ContainerRuntime::steps() {
     LifecycleSteps s;
-    s.recover = [this](auto done) { recovering(std::move(done)); };
-    s.probe_image = [this](auto done) { probing_image(std::move(done)); };
-    s.seed = [this](auto done) { seeding(std::move(done)); };
+    s.recovering = [this](auto done) { recovering(std::move(done)); };
+    s.probing_image = [this](auto done) { probing_image(std::move(done)); };
+    s.seeding = [this](auto done) { seeding(std::move(done)); };
     s.start_installer = [this] { return start_installer(); };
     s.start_agent = [this] {
         status_.follow();

@@ -63,13 +63,13 @@ void Lifecycle::enter(Stage s) {
     stage_ = s;
     switch (s) {
         case Stage::recovering:
-            steps_.recover(guard_.bind([this](Status st) { step_done(Stage::recovering, st); }));
+            steps_.recovering(guard_.bind([this](Status st) { step_done(Stage::recovering, st); }));
             return;
         case Stage::probing_image:
-            steps_.probe_image(guard_.bind([this] { step_done(Stage::probing_image, {}); }));
+            steps_.probing_image(guard_.bind([this] { step_done(Stage::probing_image, {}); }));
             return;
         case Stage::seeding:
-            steps_.seed(guard_.bind([this](Status st) { step_done(Stage::seeding, st); }));
+            steps_.seeding(guard_.bind([this](Status st) { step_done(Stage::seeding, st); }));
             return;
         case Stage::running:
             if (auto* c = steps_.start_installer()) critical_ = c;

@@ -39,20 +39,20 @@ enum class Stage { recovering, probing_image, seeding, running, stopping };
 
 const char* to_string(Stage s);
 
-// The signals a mode's watchers hand to Lifecycle::signal(); every one of them is PID 1's to
-// handle (a PID 1 has no default actions).
+// The signals a mode's watchers hand to Lifecycle::signal().
 inline constexpr int kStopSignals[] = {SIGTERM, SIGINT};
 inline constexpr int kForwardedSignals[] = {SIGHUP, SIGUSR1, SIGUSR2};
 
-// What a mode plugs in. Each start-up step answers once, on the loop, never from inside the call;
+// What a mode plugs in: the step of each start-up stage, named after it, then the installer and
+// the agent. Each start-up step answers once, on the loop, never from inside the call;
 // a failed recovery or seeding ends the start with exit 1. The steps keep what they produce (the
 // open volume, the seed decision) themselves.
 struct LifecycleSteps {
     using Step = std::function<void(std::function<void(Status)> done)>;
-    Step recover;
+    Step recovering;
     // Cannot fail: a failed probe is an input of the seeding decision.
-    std::function<void(std::function<void()> done)> probe_image;
-    Step seed;
+    std::function<void(std::function<void()> done)> probing_image;
+    Step seeding;
     // After seeding, before the service starts: builds the installer and returns the critical
     // section the shutdown and the crash-loop exit wait on (nullptr: none).
     std::function<service::CriticalSection*()> start_installer;

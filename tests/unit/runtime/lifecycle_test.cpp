@@ -114,16 +114,16 @@ struct Rig {
 
     Rig() {
         runtime::LifecycleSteps s;
-        s.recover = [this](auto done) {
+        s.recovering = [this](auto done) {
             trace.push_back("recover");
             sched.post_work([] {}, [this, done](bool) { done(recover_result); });
         };
         // `seedBinary --version` through the reaper takes a moment.
-        s.probe_image = [this](auto done) {
+        s.probing_image = [this](auto done) {
             trace.push_back("probe image");
             probe_timer->start(50ms, done);
         };
-        s.seed = [this](auto done) {
+        s.seeding = [this](auto done) {
             trace.push_back("seed");
             sched.post_work([] {}, [this, done](bool) { done(seed_result); });
         };
