@@ -22,9 +22,8 @@ Answer Heartbeat::answer() const {
 }
 
 Answer Readiness::answer() const {
-    if (swap_) return {false, "swap in progress"};
-    if (!child_running_()) return {false, child_text_()};
-    return {true, "ready: " + child_text_()};
+    if (!ready_()) return {false, text_()};
+    return {true, "ready: " + text_()};
 }
 
 }  // namespace myr::health

@@ -3,7 +3,8 @@
 // /healthz is liveness: the main loop's heartbeat is younger than 30 s. A repeating loop timer
 // feeds it, so it goes stale only when the loop itself is stuck (long start-up work runs on the
 // work queue, so seeding and recovery keep it green).
-// /readyz is readiness: the child runs and no swap is in progress.
+// /readyz is readiness: the child runs and no install is in its critical section (the runtime
+// decides both and says why not).
 #pragma once
 
 #include <functional>
@@ -41,20 +42,18 @@ class Heartbeat {
     std::unique_ptr<loop::Timer> timer_;
 };
 
-// The readiness inputs the container command gathers: the child's state and the installer's flag.
+// /readyz from what the runtime gathers: whether the child runs outside an install's critical
+// section, and one line saying what the child and the installer do (ChildService::describe,
+// update::Installer::describe).
 class Readiness {
   public:
-    // `child_running` and `child_text` come from the ChildService.
-    Readiness(std::function<bool()> child_running, std::function<std::string()> child_text)
-        : child_running_(std::move(child_running)), child_text_(std::move(child_text)) {}
-    // The installer sets this around the swap (stop child → switch → start child → health).
-    void set_swap_in_progress(bool on) { swap_ = on; }
+    Readiness(std::function<bool()> ready, std::function<std::string()> text)
+        : ready_(std::move(ready)), text_(std::move(text)) {}
     Answer answer() const;
 
   private:
-    std::function<bool()> child_running_;
-    std::function<std::string()> child_text_;
-    bool swap_ = false;
+    std::function<bool()> ready_;
+    std::function<std::string()> text_;
 };
 
 }  // namespace myr::health

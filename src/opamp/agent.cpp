@@ -79,7 +79,7 @@ std::string host_arch() {
 }
 
 Result<std::unique_ptr<Agent>> Agent::create(AgentOptions options, AgentDeps deps) {
-    if (!deps.sched || !deps.status || !deps.installer || !deps.transport) {
+    if (!deps.sched || !deps.status || !deps.packages || !deps.transport) {
         return fail("opamp agent: missing dependency");
     }
     auto uid = load_or_create_instance_uid(options.state_dir, deps.sched->wall());
@@ -239,7 +239,7 @@ void Agent::apply(const ServerToAgent& msg) {
             arm_heartbeat();
         }
     }
-    if (msg.packages_available) deps_.installer->offer(*msg.packages_available);
+    if (msg.packages_available) deps_.packages->offer(*msg.packages_available);
     if (msg.command) log::info("ignoring server command", {{"type", *msg.command}});
     if (full && !full_report_posted_) {
         // However many ReportFullState flags one read carries, one full report answers them.
@@ -309,7 +309,7 @@ void Agent::report(bool full, bool force) {
     AgentToServer msg;
     AgentDescription desc = description();
     ComponentHealth health = deps_.status->health();
-    PackageStatuses pkgs = deps_.installer->statuses();
+    PackageStatuses pkgs = deps_.packages->statuses();
     bool changed = false;
     if (full || sent_desc_ != desc) {
         msg.agent_description = desc;
@@ -422,7 +422,7 @@ void Agent::schedule_reconnect(Duration delay, const std::string& why) {
 }
 
 void Agent::stop(std::function<void()> done) {
-    stop_done_ = std::move(done);
+    stop_waiters_.push_back(std::move(done));
     reconnect_timer_->stop();
     heartbeat_timer_->stop();
     switch (state_) {
@@ -459,7 +459,13 @@ void Agent::finish_stop() {
         if (watcher_) watcher_->stop();
         log::info("opamp agent stopped");
     }
-    if (auto done = std::move(stop_done_)) done();
+    // A waiter may end the loop or destroy the agent: run them from a copy the agent no longer
+    // owns.
+    auto waiters = std::move(stop_waiters_);
+    stop_waiters_.clear();
+    for (auto& done : waiters) {
+        if (done) done();
+    }
 }
 
 }  // namespace myr::opamp

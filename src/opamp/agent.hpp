@@ -1,5 +1,5 @@
 // The updater's own OpAMP agent: one WebSocket connection to the server, reports, heartbeats,
-// reconnects, and the hand-over of package offers to the Installer.
+// reconnects, and the hand-over of package offers to the PackageHandler.
 //
 // Connection states and what moves between them (everything runs on the one loop):
 //
@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/result.hpp"
 #include "core/time.hpp"
@@ -71,7 +72,7 @@ struct AgentOptions {
 struct AgentDeps {
     loop::Scheduler* sched = nullptr;  // time, timers (also the persistent_state watcher's)
     StatusProvider* status = nullptr;
-    Installer* installer = nullptr;
+    PackageHandler* packages = nullptr;
     TransportFactory transport;
     std::function<double()> random01;  // jitter; default_random01() when empty
     // Optional observer of every decoded ServerToAgent (the driver program prints them).
@@ -91,10 +92,11 @@ class Agent {
 
     void start();
     // Sends agent_disconnect and a Close (1000) when connected, then calls `done` once the
-    // connection is closed (or after kStopTimeout). Safe to call in any state.
+    // connection is closed (or after kStopTimeout). Safe to call in any state; every caller's
+    // `done` runs once the stop completes (at once when it already has).
     void stop(std::function<void()> done);
-    // Something behind StatusProvider or Installer changed: report it if it differs from what the
-    // server last got.
+    // Something behind StatusProvider or PackageHandler changed: report it if it differs from what
+    // the server last got.
     void state_changed();
 
     State state() const { return state_; }
@@ -139,7 +141,7 @@ class Agent {
     MonoTime opened_at_{};
     MonoTime last_sent_at_{};
     std::optional<Duration> closing_delay_;  // chosen when we close on Unavailable
-    std::function<void()> stop_done_;
+    std::vector<std::function<void()>> stop_waiters_;
     // What the server got last on this connection; cleared on connect.
     std::optional<AgentDescription> sent_desc_;
     std::optional<ComponentHealth> sent_health_;

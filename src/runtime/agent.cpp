@@ -8,7 +8,7 @@ Result<std::unique_ptr<opamp::Agent>> make_agent(uv_loop_t* loop, loop::Schedule
                                                  const config::Config& cfg,
                                                  std::string service_version,
                                                  opamp::StatusProvider& status,
-                                                 opamp::Installer& installer) {
+                                                 opamp::PackageHandler& packages) {
     if (!cfg.server.endpoint) return fail("opamp agent: server.endpoint is not set");
     opamp::AgentOptions o;
     o.state_dir = cfg.collector.state_dir;
@@ -25,7 +25,7 @@ Result<std::unique_ptr<opamp::Agent>> make_agent(uv_loop_t* loop, loop::Schedule
     opamp::AgentDeps d;
     d.sched = &sched;
     d.status = &status;
-    d.installer = &installer;
+    d.packages = &packages;
     d.transport = opamp::ws_transport_factory(loop, sched, std::move(w));
     return opamp::Agent::create(std::move(o), std::move(d));
 }

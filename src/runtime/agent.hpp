@@ -14,10 +14,10 @@
 namespace myr::runtime {
 
 // An Agent for `cfg` (server.*, collector.stateDir, supervisor.storageDir) on `loop` and `sched`,
-// with the WebSocket transport. `status` and `installer` must outlive it. Fails when
+// with the WebSocket transport. `status` and `packages` must outlive it. Fails when
 // server.endpoint is missing or the instance uid cannot be loaded or created.
 [[nodiscard]] Result<std::unique_ptr<opamp::Agent>> make_agent(
     uv_loop_t* loop, loop::Scheduler& sched, const config::Config& cfg, std::string service_version,
-    opamp::StatusProvider& status, opamp::Installer& installer);
+    opamp::StatusProvider& status, opamp::PackageHandler& packages);
 
 }  // namespace myr::runtime

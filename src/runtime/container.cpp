@@ -73,23 +73,6 @@ verify::Identity signer(const config::Config& cfg) {
             cfg.update.signer_identity.issuer};
 }
 
-const char* signal_name(int sig) {
-    switch (sig) {
-        case SIGTERM:
-            return "TERM";
-        case SIGINT:
-            return "INT";
-        case SIGHUP:
-            return "HUP";
-        case SIGUSR1:
-            return "USR1";
-        case SIGUSR2:
-            return "USR2";
-        default:
-            return "?";
-    }
-}
-
 }  // namespace
 
 ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, std::string version)
@@ -123,15 +106,8 @@ ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, 
                }),
       preflight_(reaper_, sched_),
       verifier_(sched_, cfg.update.trusted_root_file, signer(cfg)),
-      health_probe_(loop.get(), sched_) {
-    child_.on_change([this] {
-        if (stage_ != Stage::running || child_.desired() != service::Desired::gave_up) return;
-        // A new version that crash-loops is the installer's to roll back, not a reason to exit.
-        if (installer_ && installer_->active()) return;
-        exit_code_ = 1;
-        shut_down("crash loop");
-    });
-}
+      health_probe_(loop.get(), sched_),
+      lifecycle_(sched_, child_, steps()) {}
 
 ContainerRuntime::~ContainerRuntime() = default;
 
@@ -140,26 +116,22 @@ Result<int> ContainerRuntime::run() {
     if (auto st = reaper_.start(); !st) return st.fail();
     if (reaper_.subreaper()) log::info("registered as child subreaper", {{"pid", ::getpid()}});
     if (auto st = start_probes(); !st) return st.fail();
-    enter(Stage::recovering);
+    lifecycle_.start([this](int) { loop_.stop(); });
     loop_.run();
-    return exit_code_;
+    return lifecycle_.exit_code();
 }
 
 Status ContainerRuntime::install_signals() {
     // Writes to a probe client that went away must not kill PID 1.
     std::signal(SIGPIPE, SIG_IGN);
-    for (int sig : {SIGTERM, SIGINT}) {
+    auto watch = [this](int sig) -> Status {
         auto w = std::make_unique<loop::SignalWatcher>(loop_);
-        MYR_TRY(
-            w->start(sig, [this](int s) { shut_down(std::string("signal ") + signal_name(s)); }),
-            "container");
-        signals_.push_back(std::move(w));
-    }
-    for (int sig : {SIGHUP, SIGUSR1, SIGUSR2}) {
-        auto w = std::make_unique<loop::SignalWatcher>(loop_);
-        MYR_TRY(w->start(sig, [this](int s) { forward(s); }), "container");
-        signals_.push_back(std::move(w));
-    }
+        auto st = w->start(sig, [this](int s) { lifecycle_.signal(s); });
+        if (st) signals_.push_back(std::move(w));
+        return st;
+    };
+    for (int sig : kStopSignals) MYR_TRY(watch(sig), "container");
+    for (int sig : kForwardedSignals) MYR_TRY(watch(sig), "container");
     return {};
 }
 
@@ -175,79 +147,57 @@ Status ContainerRuntime::start_probes() {
     return probes_->listen(*listen);
 }
 
-// Each stage starts one asynchronous step; its completion, bound to this runtime, moves on.
-void ContainerRuntime::enter(Stage s) {
-    stage_ = s;
-    switch (s) {
-        case Stage::recovering:
-            recover(sched_, cfg_,
-                    guard_.bind([this](Result<SharedVolume> r) { recovered(std::move(r)); }));
-            return;
-        case Stage::probing_image:
-            probe_image(reaper_, sched_, cfg_,
-                        guard_.bind([this](journal::SeedInput in) { probed(std::move(in)); }));
-            return;
-        case Stage::seeding:
-            seed(sched_, volume_, seed_input_,
-                 guard_.bind([this](Result<journal::SeedOutcome> r) { seeded(std::move(r)); }));
-            return;
-        case Stage::running:
-            child_.start([](Status) {});  // failures are logged and count as unexpected ends
-            status_.follow();
-            start_agent();
-            return;
-        case Stage::stopping:
-            if (installer_) installer_->shutdown();
-            if (critical().active()) {
-                log::info("shutdown: waiting for the install's critical section to end");
-            }
-            critical().on_end([this] {
-                log::info("shutdown: stopping child",
-                          {{"state", service::to_string(child_.state())}});
-                // The child and the OpAMP connection stop side by side; the loop ends when both
-                // did.
-                pending_stops_ = agent_ ? 2 : 1;
-                auto one_done = [this] {
-                    if (--pending_stops_ > 0) return;
-                    log::info("shutdown: complete", {{"exit_code", exit_code_}});
-                    loop_.stop();
-                };
-                child_.stop([one_done](Status) { one_done(); });
-                if (agent_) agent_->stop(one_done);
-            });
-            return;
-    }
+// The parts of container mode the Lifecycle drives. Each completion is bound to this runtime: a
+// step may answer after it is gone.
+LifecycleSteps ContainerRuntime::steps() {
+    LifecycleSteps s;
+    s.recovering = [this](auto done) { recovering(std::move(done)); };
+    s.probing_image = [this](auto done) { probing_image(std::move(done)); };
+    s.seeding = [this](auto done) { seeding(std::move(done)); };
+    s.start_installer = [this] { return start_installer(); };
+    s.start_agent = [this] {
+        status_.follow();
+        start_agent();
+    };
+    s.stop_installer = [this] {
+        if (installer_) installer_->shutdown();
+    };
+    s.stop_agent = [this](std::function<void()> done) {
+        if (!agent_) return done();
+        agent_->stop(std::move(done));
+    };
+    return s;
 }
 
-void ContainerRuntime::recovered(Result<SharedVolume> r) {
-    if (stage_ != Stage::recovering) return;
-    if (!r) return fail_start(r.error());
-    volume_ = std::move(r.value());
-    enter(Stage::probing_image);
+void ContainerRuntime::recovering(std::function<void(Status)> done) {
+    recover_volume(sched_, cfg_, guard_.bind([this, done](Result<SharedVolume> r) {
+        if (!r) return done(r.fail());
+        volume_ = std::move(r.value());
+        done({});
+    }));
 }
 
-void ContainerRuntime::probed(journal::SeedInput in) {
-    if (stage_ != Stage::probing_image) return;
-    seed_input_ = std::move(in);
-    enter(Stage::seeding);
+void ContainerRuntime::probing_image(std::function<void()> done) {
+    probe_image(reaper_, sched_, cfg_, guard_.bind([this, done](journal::SeedInput in) {
+        seed_input_ = std::move(in);
+        done();
+    }));
 }
 
-void ContainerRuntime::seeded(Result<journal::SeedOutcome> r) {
-    if (stage_ != Stage::seeding) return;
-    if (!r) return fail_start(r.error());
-    status_.set_versions({r->image_version, r->active_version, r->previous_version});
-    start_installer(*r);
-    enter(Stage::running);
-}
-
-service::CriticalSection& ContainerRuntime::critical() {
-    if (installer_) return *installer_;
-    return no_critical_;
+void ContainerRuntime::seeding(std::function<void(Status)> done) {
+    seed_volume(
+        sched_, volume_, seed_input_, guard_.bind([this, done](Result<journal::SeedOutcome> r) {
+            if (!r) return done(r.fail());
+            status_.set_versions({r->image_version, r->active_version, r->previous_version});
+            seeded_ = std::move(r.value());
+            done({});
+        }));
 }
 
 // The installer works on the recovered, seeded volume; its reports reach the agent and the
 // versions the agent describes.
-void ContainerRuntime::start_installer(const journal::SeedOutcome& seeded) {
+service::CriticalSection* ContainerRuntime::start_installer() {
+    const journal::SeedOutcome& seeded = *seeded_;
     auto vol = std::shared_ptr<store::Volume>(volume_, &volume_->store);
     auto j = std::shared_ptr<journal::Journal>(volume_, &volume_->journal);
     volume_ops_ = std::make_unique<update::StoreVolumeOps>(sched_, vol, j,
@@ -260,13 +210,6 @@ void ContainerRuntime::start_installer(const journal::SeedOutcome& seeded) {
             status_.set_versions({image, installer_->active_version(), ""});
             status_.set_install_problem(installer_->unhealthy_reason());
             if (agent_) agent_->state_changed();
-            // A crash loop that began inside the critical section was left to the installer;
-            // once it is over and the child still gave up, it ends the container as usual.
-            if (stage_ == Stage::running && !installer_->active() &&
-                child_.desired() == service::Desired::gave_up) {
-                exit_code_ = 1;
-                shut_down("crash loop");
-            }
         });
     // The package hash goes with the version only while that version is still the active one
     // (seeding may have replaced it by the image's).
@@ -279,12 +222,7 @@ void ContainerRuntime::start_installer(const journal::SeedOutcome& seeded) {
         installer_->report_interrupted(*volume_->interrupted, cfg_.collector.binary);
     }
     packages_ = std::make_unique<PackageAdapter>(*installer_);
-}
-
-void ContainerRuntime::fail_start(const Error& e) {
-    log::error("volume preparation failed", {{"error", e.message()}});
-    exit_code_ = 1;
-    shut_down("start-up failed");
+    return installer_.get();
 }
 
 // The updater's own OpAMP agent. Versions and health come from seeding and the child (status_).
@@ -301,23 +239,6 @@ void ContainerRuntime::start_agent() {
         if (agent_) agent_->state_changed();
     });
     agent_->start();
-}
-
-void ContainerRuntime::forward(int sig) {
-    bool ok = child_.forward(sig);
-    log::info(ok ? "signal forwarded" : "signal not forwarded: no child",
-              {{"signal", signal_name(sig)}, {"pid", child_.pid()}});
-}
-
-// TERM/INT, a crash loop or a failed start. A second request while the first runs changes
-// nothing: the stop sequence always runs to its end.
-void ContainerRuntime::shut_down(const std::string& why) {
-    if (stage_ == Stage::stopping) {
-        log::info("shutdown already in progress", {{"reason", why}});
-        return;
-    }
-    log::info("shutdown: begin", {{"reason", why}});
-    enter(Stage::stopping);
 }
 
 Result<int> run_container(const config::Config& cfg, const std::string& version) {

@@ -4,27 +4,20 @@
 // Owned here, built in this order and torn down in reverse before the loop is closed: the
 // scheduler, the signal watchers, the reaper, the heartbeat and the probe server, the child
 // service, the open volume and journal (kept after start-up: the installer works on them), the
-// status the agent reports, and the OpAMP agent. Host mode will reuse the same shape with another
-// ServiceController.
+// status the agent reports, the installer, the OpAMP agent, and the Lifecycle that runs them.
 //
-// Stages; start-up is the first three, each one asynchronous step with one completion:
-//
-// clang-format off
-//   stage          event                                  next
-//   recovering     volume opened and recovered            probing_image
-//   recovering     recovery failed                        stopping, exit 1
-//   probing_image  `seedBinary --version` answered        seeding (a failure is an input too)
-//   seeding        seeded                                 running: child started, agent started
-//   seeding        seeding failed                         stopping, exit 1
-//   running        the child service gave up              stopping, exit 1
-//   any            TERM or INT                            stopping (a second one changes nothing)
-//   stopping       critical section over; child and       the loop ends; run() returns the code
-//                  agent stopped
-// clang-format on
-//
-// A completion that arrives in `stopping` is dropped; one that arrives after the runtime is gone
-// (a seed still copying when a TERM ended the loop finishes while the loop is closed) touches
-// nothing but its own job.
+// The story, in the order the Lifecycle (runtime/lifecycle.hpp: the stages, the shutdown, the
+// crash-loop exit) walks it:
+//   1. install the signal watchers, start the reaper, start the probe server;
+//   2. recovering: open the volume and the state directory, journal recovery (work queue);
+//   3. probing_image: `seedBinary --version` through the reaper (a failure is an input too);
+//   4. seeding: the precedence decision, the copy when the image wins (work queue);
+//   5. running: build the installer on the seeded volume, start the child, start the agent;
+//   6. stopping (TERM/INT, a failed start, a crash loop): wait for the install's critical
+//      section, stop the child and the agent side by side, end the loop; exit 0, or 1.
+// A failed recovery or seeding is exit 1. A completion that arrives after the runtime is gone (a
+// seed still copying when a TERM ended the loop finishes while the loop is closed) touches nothing
+// but its own job.
 #pragma once
 
 #include <memory>
@@ -42,6 +35,7 @@
 #include "opamp/agent.hpp"
 #include "opamp/providers.hpp"
 #include "proc/reaper.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/package_adapter.hpp"
 #include "runtime/startup.hpp"
 #include "runtime/status.hpp"
@@ -67,20 +61,14 @@ class ContainerRuntime {
     [[nodiscard]] Result<int> run();
 
   private:
-    enum class Stage { recovering, probing_image, seeding, running, stopping };
-
     [[nodiscard]] Status install_signals();
     [[nodiscard]] Status start_probes();
-    void enter(Stage s);
-    void recovered(Result<SharedVolume> r);
-    void probed(journal::SeedInput in);
-    void seeded(Result<journal::SeedOutcome> r);
-    void start_installer(const journal::SeedOutcome& seeded);
+    LifecycleSteps steps();
+    void recovering(std::function<void(Status)> done);
+    void probing_image(std::function<void()> done);
+    void seeding(std::function<void(Status)> done);
+    service::CriticalSection* start_installer();
     void start_agent();
-    service::CriticalSection& critical();
-    void forward(int sig);
-    void fail_start(const Error& e);
-    void shut_down(const std::string& why);
 
     loop::Loop& loop_;
     const config::Config& cfg_;
@@ -94,6 +82,7 @@ class ContainerRuntime {
     std::unique_ptr<health::ProbeServer> probes_;
     SharedVolume volume_;
     journal::SeedInput seed_input_;
+    std::optional<journal::SeedOutcome> seeded_;
     CollectorStatus status_;
     // The installer's ports. The stager works on the volume, so it is made with the installer.
     download::HttpDownloader downloader_;
@@ -106,12 +95,8 @@ class ContainerRuntime {
     std::unique_ptr<update::StoreVolumeOps> volume_ops_;
     std::unique_ptr<update::Installer> installer_;
     std::unique_ptr<PackageAdapter> packages_;
-    // Before the installer exists there is no critical section to wait for.
-    service::NoCriticalSection no_critical_;
     std::unique_ptr<opamp::Agent> agent_;
-    Stage stage_ = Stage::recovering;
-    int pending_stops_ = 0;
-    int exit_code_ = 0;
+    Lifecycle lifecycle_;
     loop::Guard guard_;
 };
 

@@ -14,7 +14,7 @@ update::Offer to_offer(const opamp::PackagesAvailable& in);
 // `refused`: entries the codec dropped past its cap (answered with one error message).
 opamp::PackageStatuses to_statuses(const update::Report& r, size_t refused);
 
-class PackageAdapter : public opamp::Installer {
+class PackageAdapter : public opamp::PackageHandler {
   public:
     explicit PackageAdapter(update::Installer& installer) : installer_(installer) {}
     void offer(const opamp::PackagesAvailable& offer) override;

@@ -38,8 +38,8 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
 
 }  // namespace
 
-void recover(loop::Scheduler& sched, const config::Config& cfg,
-             std::function<void(Result<SharedVolume>)> done) {
+void recover_volume(loop::Scheduler& sched, const config::Config& cfg,
+                    std::function<void(Result<SharedVolume>)> done) {
     log::info("volume: recovering",
               {{"install_dir", cfg.collector.install_dir}, {"state_dir", cfg.collector.state_dir}});
     // Written by the job, read by `done` after libuv's completion callback (a happens-before edge).
@@ -90,8 +90,8 @@ void probe_image(proc::Reaper& reaper, loop::Scheduler& sched, const config::Con
                       });
 }
 
-void seed(loop::Scheduler& sched, SharedVolume volume, journal::SeedInput in,
-          std::function<void(Result<journal::SeedOutcome>)> done) {
+void seed_volume(loop::Scheduler& sched, SharedVolume volume, journal::SeedInput in,
+                 std::function<void(Result<journal::SeedOutcome>)> done) {
     struct Job {
         SharedVolume volume;
         journal::SeedInput in;

@@ -37,8 +37,8 @@ struct OpenVolume {
 using SharedVolume = std::shared_ptr<OpenVolume>;
 
 // Opens the volume and the state directory and runs journal recovery (which logs what it did).
-void recover(loop::Scheduler& sched, const config::Config& cfg,
-             std::function<void(Result<SharedVolume>)> done);
+void recover_volume(loop::Scheduler& sched, const config::Config& cfg,
+                    std::function<void(Result<SharedVolume>)> done);
 
 // Runs `seedBinary --version`. Its outcome is an input of the seeding decision either way (a
 // failure is a row of the precedence table, not an error of the start).
@@ -46,7 +46,7 @@ void probe_image(proc::Reaper& reaper, loop::Scheduler& sched, const config::Con
                  std::function<void(journal::SeedInput)> done);
 
 // The seeding decision, and the copy when the image wins (journal::seed logs the decision).
-void seed(loop::Scheduler& sched, SharedVolume volume, journal::SeedInput in,
-          std::function<void(Result<journal::SeedOutcome>)> done);
+void seed_volume(loop::Scheduler& sched, SharedVolume volume, journal::SeedInput in,
+                 std::function<void(Result<journal::SeedOutcome>)> done);
 
 }  // namespace myr::runtime

@@ -7,8 +7,6 @@
 
 #include "core/log.hpp"
 
-extern char** environ;
-
 namespace myr::service {
 
 const char* to_string(State s) {
@@ -65,12 +63,6 @@ void ChildService::set(State st) {
         auto listeners = listeners_;  // a listener may add another
         for (auto& l : listeners) l();
     }));
-}
-
-std::vector<std::string> ChildService::environment() const {
-    std::vector<std::string> env;
-    for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
-    return env;
 }
 
 std::string ChildService::describe() const {
@@ -246,10 +238,11 @@ void ChildService::finish_stop() {
     for (auto& w : waiters) later(std::move(w), {});
 }
 
-bool ChildService::forward(int sig) {
-    if (state_ != State::running && state_ != State::stopping) return false;
-    if (pid_ <= 0) return false;
-    return procs_.signal(pid_, sig);
+// A group signal would reach the collector twice: once from us, once from the supervisor.
+std::optional<pid_t> ChildService::forward(int sig) {
+    if (state_ != State::running && state_ != State::stopping) return std::nullopt;
+    if (pid_ <= 0 || !procs_.signal(pid_, sig)) return std::nullopt;
+    return pid_;
 }
 
 }  // namespace myr::service

@@ -45,19 +45,15 @@ class ChildService : public ServiceController {
     ChildService(proc::Processes& procs, loop::Scheduler& sched, ChildSettings settings);
     ~ChildService() override;
 
-    bool exists() const override { return true; }
     State state() const override { return state_; }
     Desired desired() const override { return desired_; }
     void on_change(std::function<void()> listener) override;
     void stop(Done done) override;
     void start(Done done) override;
-    std::vector<std::string> environment() const override;
+    std::optional<pid_t> forward(int sig) override;
 
     // Why the restart policy gave up ("" unless desired() is gave_up).
     const std::string& give_up_reason() const { return give_up_reason_; }
-    // Sends `sig` to the child process (not its group: the supervisor forwards to its collector
-    // itself, and a group signal would reach the collector twice). False when no child runs.
-    bool forward(int sig);
     // One line for /readyz and logs: "child running (pid 42)", "child not running: restarting in
     // 4s", "child not running: gave up: 6 unexpected ends within 10m (maxRestarts 5)".
     std::string describe() const;

@@ -7,9 +7,10 @@
 // it was never started, stopped on request, or given up after a crash loop.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
-#include <string>
-#include <vector>
+#include <optional>
 
 #include "core/result.hpp"
 
@@ -38,7 +39,6 @@ class ServiceController {
   public:
     virtual ~ServiceController() = default;
 
-    virtual bool exists() const = 0;
     virtual State state() const = 0;
     virtual Desired desired() const = 0;
     // Calls `listener` on the loop after state() or desired() changed: once per turn in which
@@ -49,8 +49,10 @@ class ServiceController {
     virtual void stop(Done done) = 0;
     // Starts now (cancelling a pending backoff). Succeeds once the process was exec'd.
     virtual void start(Done done) = 0;
-    // The environment the service runs with ("KEY=value" entries), for the preflight validate run.
-    virtual std::vector<std::string> environment() const = 0;
+    // Passes an operator's signal (HUP, USR1, USR2) to the service's main process, not its group:
+    // the supervisor forwards to its collector itself. The pid it went to; none when no process
+    // runs.
+    virtual std::optional<pid_t> forward(int sig) = 0;
 };
 
 // The part of an installation that must not be cut short by a shutdown (after the supervisor was

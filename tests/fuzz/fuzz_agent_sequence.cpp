@@ -24,9 +24,12 @@
 #include "loop/fake_scheduler.hpp"
 #include "opamp/agent.hpp"
 #include "opamp/providers.hpp"
+// A relative path: the fuzz targets do not take the test support library.
+#include "../support/opamp_stand_ins.hpp"
 
 using namespace myr;
 using namespace myr::opamp;
+using namespace myr::opamp::testing;
 
 namespace {
 
@@ -113,7 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     status.image_version = "0.115.0";
     status.active_version = "0.116.0";
     status.health_value = ComponentHealth{true, 1000, "", "running", 2000};
-    UnavailableInstaller installer;
+    UnavailablePackageHandler packages;
     Counting conn;
     conn.sched = &sched;
     AgentOptions opt;
@@ -123,7 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     AgentDeps deps;
     deps.sched = &sched;
     deps.status = &status;
-    deps.installer = &installer;
+    deps.packages = &packages;
     deps.random01 = [] { return 0.5; };
     deps.transport = [&conn](HttpHeaders, Transport::Handlers h) {
         conn.handlers = std::move(h);

@@ -23,9 +23,12 @@
 #include "loop/uv_scheduler.hpp"
 #include "opamp/agent.hpp"
 #include "opamp/ws_transport.hpp"
+// A relative path: the test programs do not take the test support library.
+#include "../support/opamp_stand_ins.hpp"
 
 using namespace myr;
 using namespace myr::opamp;
+using namespace myr::opamp::testing;
 
 namespace {
 
@@ -190,11 +193,11 @@ int main(int argc, char** argv) {
 
     uv_loop_t* loop = uv_default_loop();
     auto sched = std::make_unique<loop::UvScheduler>(loop);
-    UnavailableInstaller installer;
+    UnavailablePackageHandler packages;
     AgentDeps d;
     d.sched = sched.get();
     d.status = &status;
-    d.installer = &installer;
+    d.packages = &packages;
     d.transport = ws_transport_factory(loop, *sched, w);
     d.on_server_message = write_event;
     auto agent = Agent::create(o, std::move(d));

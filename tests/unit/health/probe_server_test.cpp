@@ -220,14 +220,14 @@ TEST_CASE("heartbeat: a loop that keeps turning keeps it green") {
     CHECK(hb.age() < 1s + Duration(1));
 }
 
-TEST_CASE("readiness: a swap in progress or a stopped child is not ready") {
-    bool running = true;
-    Readiness r([&] { return running; }, [] { return std::string("child running (pid 7)"); });
+TEST_CASE("readiness: ready says so before the text; not ready is the text alone") {
+    bool ready = true;
+    std::string text = "child running (pid 7)";
+    Readiness r([&] { return ready; }, [&] { return text; });
     CHECK(r.answer().ok);
-    r.set_swap_in_progress(true);
+    CHECK(r.answer().text == "ready: child running (pid 7)");
+    ready = false;
+    text = "installing 0.117.0: swapping";
     CHECK_FALSE(r.answer().ok);
-    CHECK(r.answer().text == "swap in progress");
-    r.set_swap_in_progress(false);
-    running = false;
-    CHECK_FALSE(r.answer().ok);
+    CHECK(r.answer().text == "installing 0.117.0: swapping");
 }

@@ -6,6 +6,7 @@
 #include "fakes.hpp"
 #include "harness.hpp"
 #include "loop/fake_scheduler.hpp"
+#include "opamp_stand_ins.hpp"
 #include "opamp/agent.hpp"
 
 using namespace myr;
@@ -35,7 +36,7 @@ TEST_CASE("agent: the collector uid comes from persistent_state.yaml and a rewri
     loop::FakeScheduler sched;
     FakeNet net;
     FixedStatusProvider status;
-    UnavailableInstaller installer;
+    UnavailablePackageHandler packages;
     AgentOptions o;
     o.state_dir = state.path();
     o.supervisor_storage_dir = storage.path();
@@ -43,7 +44,7 @@ TEST_CASE("agent: the collector uid comes from persistent_state.yaml and a rewri
     AgentDeps d;
     d.sched = &sched;
     d.status = &status;
-    d.installer = &installer;
+    d.packages = &packages;
     d.transport = net.factory();
     auto a = Agent::create(o, std::move(d));
     REQUIRE(a);

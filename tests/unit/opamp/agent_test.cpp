@@ -12,6 +12,7 @@
 #include "fakes.hpp"
 #include "harness.hpp"
 #include "loop/fake_scheduler.hpp"
+#include "opamp_stand_ins.hpp"
 
 using namespace myr;
 using namespace myr::opamp;
@@ -33,7 +34,7 @@ struct Rig {
     loop::FakeScheduler sched;
     FakeNet net;
     FixedStatusProvider status;
-    UnavailableInstaller installer;
+    UnavailablePackageHandler packages;
     double r = 0.5;
     std::unique_ptr<Agent> agent;
     AgentOptions opt;
@@ -48,7 +49,7 @@ struct Rig {
     void make() {
         AgentDeps d;
         d.status = &status;
-        d.installer = &installer;
+        d.packages = &packages;
         d.transport = net.factory();
         d.sched = &sched;
         d.random01 = [this] { return r; };
@@ -251,7 +252,7 @@ TEST_CASE("agent: malformed and undecodable messages are ignored and the connect
     CHECK(rig.sent().size() == 2);
 }
 
-TEST_CASE("agent: an offer is answered InstallFailed by the unavailable installer") {
+TEST_CASE("agent: an offer is answered InstallFailed by the unavailable package handler") {
     Rig rig;
     rig.start_connected();
     ServerToAgent s;
@@ -402,6 +403,29 @@ TEST_CASE("agent: stop sends agent_disconnect, closes with 1000, and finishes on
     CHECK(rig.agent->state() == Agent::State::stopped);
     rig.advance(10min);
     CHECK(rig.net.conns.size() == 1);  // no reconnect after stop
+}
+
+TEST_CASE("agent: a second stop keeps the first caller's callback; each runs once at the end") {
+    Rig rig;
+    rig.start_connected();
+    int first = 0, second = 0, late = 0;
+    rig.agent->stop([&] { ++first; });
+    rig.agent->stop([&] { ++second; });
+    CHECK(rig.agent->state() == Agent::State::stopping);
+    CHECK(first + second == 0);
+    REQUIRE(rig.sent().size() == 2);  // one goodbye, not two
+    rig.net.closed(TransportClosed{1000, "", 0, std::nullopt, ""});
+    CHECK(first == 1);
+    CHECK(second == 1);
+    // The stop timer is gone with the stop: nothing runs a callback again.
+    rig.advance(kStopTimeout * 2);
+    CHECK(first == 1);
+    CHECK(second == 1);
+    CHECK(rig.sched.armed_timers() == 0);
+    // A stop after the stop answers at once.
+    rig.agent->stop([&] { ++late; });
+    CHECK(late == 1);
+    CHECK(first == 1);
 }
 
 TEST_CASE("agent: stop gives up waiting for the close after a few seconds") {

@@ -280,9 +280,9 @@ TEST_CASE("child service: a failed fork is an error and the restart policy still
 
 TEST_CASE("child service: signals are forwarded to the child's pid, not its group") {
     Rig rig;
-    CHECK_FALSE(rig.child.forward(SIGHUP));
+    CHECK_FALSE(rig.child.forward(SIGHUP).has_value());
     REQUIRE(rig.start().ok());
-    CHECK(rig.child.forward(SIGHUP));
+    CHECK(rig.child.forward(SIGHUP) == rig.child.pid());
     CHECK(rig.signals_to(rig.child.pid()) == std::vector<int>{SIGHUP});
     CHECK(rig.signals_to(-rig.child.pid()).empty());
 }
@@ -317,7 +317,6 @@ TEST_CASE("child service: a real child on the reaper starts, stops and is not re
         child.start([&](Status st) { started = st.ok(); });
         CHECK(loop.run_until([&] { return started; }, 5s));
         CHECK(child.state() == State::running);
-        CHECK_FALSE(child.environment().empty());
         bool stopped = false;
         child.stop([&](Status st) { stopped = st.ok(); });
         CHECK(loop.run_until([&] { return stopped; }, 10s));

@@ -161,7 +161,6 @@ class FakePreflight : public Preflighter {
 class FakeService : public service::ServiceController {
   public:
     FakeService(loop::FakeScheduler& s, Trace& t) : sched_(s), trace_(t) {}
-    bool exists() const override { return true; }
     service::State state() const override { return state_; }
     service::Desired desired() const override { return desired_; }
     void on_change(std::function<void()>) override {}
@@ -193,7 +192,7 @@ class FakeService : public service::ServiceController {
             sched_.post(fire);
         }
     }
-    std::vector<std::string> environment() const override { return {}; }
+    std::optional<pid_t> forward(int) override { return std::nullopt; }
 
     service::State state_ = service::State::running;
     service::Desired desired_ = service::Desired::running;
