@@ -21,16 +21,6 @@ Installer::Installer(loop::Scheduler& sched, Ports ports, Settings settings,
       rollback_(ports.service, ports.volume, rounds_),
       end_wait_(sched) {}
 
-Installer::~Installer() = default;
-
-template <class F>
-auto Installer::bound(F fn) {
-    return guard_.bind([this, g = gen_, fn = std::move(fn)](auto&&... args) mutable {
-        if (g != gen_) return;
-        fn(std::forward<decltype(args)>(args)...);
-    });
-}
-
 void Installer::offer(Offer o) {
     ledger_.note_refused(o.refused);
     if (shutting_down_) return;
@@ -45,27 +35,26 @@ void Installer::offer(Offer o) {
 }
 
 void Installer::offer_during_install(Offer o) {
-    std::string key = Ledger::key_of(o);
-    if (offer_ && key == Ledger::key_of(*offer_)) {
-        // The same offer again: ignored — unless a newer one cancelled it meanwhile (it is
-        // wanted again: start it over) or is waiting for the critical section (the latest
-        // offer is this one again: the newer one is withdrawn).
-        if (why_.code == Failure::cancelled) {
+    switch (Ledger::while_busy(o, *offer_, why_.code == Failure::cancelled, pending_)) {
+        case Ledger::WhileBusy::ignore:
+            return;
+        case Ledger::WhileBusy::again:
             pending_ = std::move(o);
-        } else if (pending_) {
+            return;
+        case Ledger::WhileBusy::withdraw:
             log::info("update: newer offer withdrawn", {{"version", pkg_->version}});
             pending_.reset();
-        }
-        return;
+            return;
+        case Ledger::WhileBusy::remember:
+            break;
     }
-    if (pending_ && key == Ledger::key_of(*pending_)) return;
     std::string version;
     for (const OfferedPackage& p : o.packages) {
         if (p.top_level) version = p.version;
     }
-    log::info(
-        "update: newer offer remembered",
-        {{"state", to_string(state_)}, {"version", version}, {"running_version", pkg_->version}});
+    log::info("update: newer offer remembered", {{"state", to_string(state_)},
+                                                  {"version", version},
+                                                  {"running_version", pkg_->version}});
     pending_ = std::move(o);
     post(Event::cancel, {Failure::cancelled, "superseded by the offer of " + version});
 }
@@ -127,20 +116,18 @@ void Installer::later(Event ev, Why why) {
 // that names it.
 void Installer::enter(State s) {
     if (!journaled(s)) return work(s);
+    auto done = bound([this, s](Status st) {
+        // Going back to the known-good version is the safe direction even unjournaled.
+        if (!st && s == State::rolling_back) {
+            log::error("update: journal not written; rolling back anyway",
+                       {{"error", st.error().message()}});
+        } else if (!st) {
+            return fail_with(Failure::journal, "journal: " + st.error().message());
+        }
+        work(s);
+    });
     VolumeOps::JournalEntry e{std::string(phase(s)), from_, pkg_->version, hex::encode(pkg_->hash)};
-    step_ = ports_.volume.write_journal(
-        std::move(e), bound([this, s](Status st) {
-            if (!st) {
-                if (s == State::rolling_back) {
-                    // Going back to the known-good version is the safe direction even unjournaled.
-                    log::error("update: journal not written; rolling back anyway",
-                               {{"error", st.error().message()}});
-                    return work(s);
-                }
-                return fail_with(Failure::journal, "journal: " + st.error().message());
-            }
-            work(s);
-        }));
+    step_ = ports_.volume.write_journal(std::move(e), std::move(done));
 }
 
 // One asynchronous step per state.
@@ -203,11 +190,7 @@ void Installer::rest() {
     Offer o = std::move(*pending_);
     pending_.reset();
     accept(std::move(o));
-    if (pkg_) {
-        later(Event::offer);
-    } else {
-        publish();
-    }
+    pkg_ ? later(Event::offer) : publish();
 }
 
 // Decide first (check_offer, pure), then act on the verdict.
@@ -329,13 +312,9 @@ void Installer::finish_failed() {
     VolumeOps::Finish f;
     if (staged_) f.staged_id = staged_->id;
     if (!cancelled) {
-        status(Code::install_failed, why_.text);
-        ledger_.end(*offer_);
-        if (record_attempt_) {
-            f.attempt = attempt(Outcome::failed, why_.text);
-            ledger_.set_last_attempt(*f.attempt);
-        }
-        f.packages = ledger_.ended();
+        if (record_attempt_) f.attempt = attempt(Outcome::failed, why_.text);
+        f.packages = ledger_.fail(*offer_, why_.text, f.attempt);
+        publish();
     }
     finish(std::move(f), "update: clean-up after a failed install");
 }
@@ -360,10 +339,8 @@ void Installer::finish_rollback() {
     // (otherwise every failed release stays on the volume until the next successful install).
     f.clear_journal = f.gc = rolled_.switched;
     f.attempt = attempt(Outcome::rolled_back, why);
-    ledger_.set_last_attempt(*f.attempt);
-    status(Code::install_failed, why);
-    ledger_.end(*offer_);
-    f.packages = ledger_.ended();
+    f.packages = ledger_.fail(*offer_, why, f.attempt);
+    publish();
     finish(std::move(f), "update: clean-up after a rollback");
 }
 
@@ -391,33 +368,15 @@ void Installer::shutdown() {
     post(Event::shutdown);
 }
 
-bool Installer::active() const {
-    return critical(state_) && !end_wait_.released();
-}
-
-void Installer::on_end(std::function<void()> cb) {
-    if (!active()) return cb();
-    end_wait_.add(std::move(cb));
-}
-
-std::string Installer::describe() const {
-    if (state_ == State::idle || !pkg_) return "no install in progress";
-    return "installing " + pkg_->version + ": " + to_string(state_);
-}
-
 Attempt Installer::attempt(Outcome outcome, std::string reason) const {
     return Attempt{hex::encode(pkg_->hash), pkg_->version, outcome, std::move(reason),
                    format_rfc3339(sched_.wall())};
 }
 
+// Only during an install, whose report always has its package.
 void Installer::status(Code code, std::string error) {
-    if (ledger_.report().packages.empty()) return;
     ledger_.set_status(code, std::move(error));
     publish();
-}
-
-void Installer::publish() {
-    if (on_report_) on_report_();
 }
 
 void Installer::log_state(State from, State to) const {

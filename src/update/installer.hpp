@@ -50,7 +50,7 @@ class Installer : public service::CriticalSection {
     // `on_report` runs on the loop whenever report() changed.
     Installer(loop::Scheduler& sched, Ports ports, Settings settings,
               std::function<void()> on_report);
-    ~Installer() override;
+    ~Installer() override = default;
     Installer(const Installer&) = delete;
     Installer& operator=(const Installer&) = delete;
 
@@ -84,12 +84,18 @@ class Installer : public service::CriticalSection {
     void shutdown();
 
     // service::CriticalSection: the runtime's shutdown waits on it.
-    bool active() const override;
-    void on_end(std::function<void()> cb) override;
+    bool active() const override { return critical(state_) && !end_wait_.released(); }
+    void on_end(std::function<void()> cb) override {
+        if (!active()) return cb();
+        end_wait_.add(std::move(cb));
+    }
 
     // For /readyz: false in the critical section, with the step it is in.
     bool ready() const { return !critical(state_); }
-    std::string describe() const;
+    std::string describe() const {
+        if (state_ == State::idle || !pkg_) return "no install in progress";
+        return "installing " + pkg_->version + ": " + to_string(state_);
+    }
     // The collector health after an install: false after a rollback whose health check failed
     // too (the previous version runs, unproven), with why.
     bool unhealthy() const { return !unhealthy_reason_.empty(); }
@@ -106,7 +112,12 @@ class Installer : public service::CriticalSection {
     void work(State s);
     // Ties a completion to the state that started it: it does nothing once the state changed.
     template <class F>
-    auto bound(F fn);
+    auto bound(F fn) {
+        return guard_.bind([this, g = gen_, fn = std::move(fn)](auto&&... args) mutable {
+            if (g != gen_) return;
+            fn(std::forward<decltype(args)>(args)...);
+        });
+    }
     void accept(Offer offer);
     void offer_during_install(Offer o);
 
@@ -125,7 +136,9 @@ class Installer : public service::CriticalSection {
     void finish(VolumeOps::Finish f, const char* what);
 
     void status(Code code, std::string error = {});
-    void publish();
+    void publish() {
+        if (on_report_) on_report_();
+    }
     void log_state(State from, State to) const;
     Attempt attempt(Outcome outcome, std::string reason) const;
 

@@ -94,6 +94,17 @@ std::string Ledger::key_of(const Offer& o) {
     return "";
 }
 
+Ledger::WhileBusy Ledger::while_busy(const Offer& o, const Offer& running, bool cancelled,
+                                     const std::optional<Offer>& pending) {
+    std::string key = key_of(o);
+    if (key == key_of(running)) {
+        if (cancelled) return WhileBusy::again;
+        return pending ? WhileBusy::withdraw : WhileBusy::ignore;
+    }
+    if (pending && key == key_of(*pending)) return WhileBusy::ignore;
+    return WhileBusy::remember;
+}
+
 bool Ledger::settled(const Offer& o) {
     std::string key = key_of(o);
     if (!key.empty() && key == done_key_ && o.all_packages_hash == report_.all_packages_hash) {
@@ -176,6 +187,13 @@ Installed Ledger::ended() const {
     out.statuses = report_.packages;
     out.top_index = top_index_;
     return out;
+}
+
+Installed Ledger::fail(const Offer& o, std::string why, std::optional<Attempt> attempt) {
+    set_status(Code::install_failed, std::move(why));
+    end(o);
+    if (attempt) last_attempt_ = std::move(attempt);
+    return ended();
 }
 
 Installed Ledger::installed(const Offer& o, const OfferedPackage& pkg) {

@@ -53,6 +53,17 @@ class Ledger {
     // The offer is brought to an end: the same one again is a repeat.
     void end(const Offer& o) { done_key_ = key_of(o); }
 
+    // What an offer `o` that arrives while `running` is installed comes to. `pending`: the
+    // newer offer remembered meanwhile; `cancelled`: it cancelled `running` already.
+    enum class WhileBusy {
+        ignore,    // the same offer again, or the one already remembered
+        again,     // the same offer again, after a newer one cancelled it: wanted again
+        withdraw,  // the same offer again while a newer one waits: the newer one is withdrawn
+        remember,  // a different offer: remembered (latest wins), it supersedes `running`
+    };
+    static WhileBusy while_busy(const Offer& o, const Offer& running, bool cancelled,
+                                const std::optional<Offer>& pending);
+
     void set_status(Code code, std::string error = {});
     void restart_progress() { progress_reported_ = false; }
     // True when the report changed (not throttled).
@@ -62,6 +73,8 @@ class Ledger {
     // of the last one Installed (the server is told that hash only for what really got
     // installed).
     Installed ended() const;
+    // The same, after the report says InstallFailed with `why` and `attempt` is recorded.
+    Installed fail(const Offer& o, std::string why, std::optional<Attempt> attempt);
     // The end of a good install of `pkg` from `o`: it becomes the active one, and the statuses
     // say Installed. commit() takes them as the report once they are on the volume.
     Installed installed(const Offer& o, const OfferedPackage& pkg);
