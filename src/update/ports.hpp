@@ -152,7 +152,7 @@ class HealthProbe {
 struct Attempt {
     std::string package_hash_hex;  // of the offered package ("" when the offer had none)
     std::string version;
-    Outcome outcome = Outcome::failed;
+    Outcome outcome = Outcome::failed;  // its words in the file: state_files.cpp
     std::string reason;   // one line; "" when installed
     std::string at;       // RFC 3339
     bool operator==(const Attempt&) const = default;
