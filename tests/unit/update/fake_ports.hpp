@@ -288,4 +288,14 @@ class FakeVolume : public VolumeOps {
     Trace& trace_;
 };
 
+// The scheduler, the trace and the fakes that the installer and its parts (the health rounds, the
+// rollback) run on.
+struct FakeParts {
+    loop::FakeScheduler sched;
+    Trace trace;
+    FakeService service{sched, trace};
+    FakeVolume volume{sched, trace};
+    FakeHealth health{sched, trace};
+};
+
 }  // namespace myr::update::testing

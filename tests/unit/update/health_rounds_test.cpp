@@ -22,11 +22,7 @@ RoundsSettings rounds(Duration timeout = 60s, uint32_t successes = 3) {
     return RoundsSettings{timeout, successes, 2s, 5s};
 }
 
-struct Rig {
-    loop::FakeScheduler sched;
-    Trace trace;
-    FakeService service{sched, trace};
-    FakeHealth health{sched, trace};
+struct Rig : FakeParts {
     std::vector<HealthVerdict> verdicts;
     std::optional<MonoTime> answered_at;
     std::unique_ptr<HealthRounds> hr;

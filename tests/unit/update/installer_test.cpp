@@ -62,16 +62,11 @@ Installed stored_install(const std::string& version) {
     return in;
 }
 
-struct Rig {
-    loop::FakeScheduler sched;
-    Trace trace;
+struct Rig : FakeParts {
     FakeFetcher fetcher{sched, trace};
     FakeVerifier verifier{sched, trace};
     FakeStager stager{sched, trace};
     FakePreflight preflight{sched, trace};
-    FakeService service{sched, trace};
-    FakeVolume volume{sched, trace};
-    FakeHealth health{sched, trace};
     std::vector<Report> reports;
     std::vector<bool> active_at_report;  // inst->active() seen by each report callback
     std::unique_ptr<Installer> inst;
