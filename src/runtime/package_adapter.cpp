@@ -69,12 +69,14 @@ opamp::PackageStatuses to_statuses(const update::Report& r, size_t refused) {
 }
 
 void PackageAdapter::offer(const opamp::PackagesAvailable& offer) {
-    refused_ = offer.refused;
     installer_.offer(to_offer(offer));
 }
 
+// The installer's ledger is the one view of what was offered and reported, the entries the codec
+// refused included.
 opamp::PackageStatuses PackageAdapter::statuses() const {
-    return to_statuses(installer_.report(), refused_);
+    const update::Ledger& ledger = installer_.ledger();
+    return to_statuses(ledger.report(), ledger.refused());
 }
 
 }  // namespace myr::runtime

@@ -1,7 +1,8 @@
 // The thin layer between the OpAMP agent and the installer (runtime.md, "How the installer plugs
 // in"): PackagesAvailable becomes an update::Offer, the installer's Report becomes
 // PackageStatuses. Only translation lives here — every decision (what is installed, what is
-// refused, when a repeat is ignored) is the installer's — so update/ never sees an OpAMP type.
+// refused, when a repeat is ignored) and every record of it (update/ledger.hpp) is the
+// installer's — so update/ never sees an OpAMP type.
 #pragma once
 
 #include "opamp/messages.hpp"
@@ -22,7 +23,6 @@ class PackageAdapter : public opamp::PackageHandler {
 
   private:
     update::Installer& installer_;
-    size_t refused_ = 0;
 };
 
 }  // namespace myr::runtime

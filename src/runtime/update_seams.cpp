@@ -25,13 +25,14 @@ Result<update::Stager::Staged> extract(const store::Volume& vol, const std::stri
     auto staging = store::create_staging(vol);
     if (!staging) return staging.fail("stage");
     UniqueFd fd(::open(archive.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    Result<stage::Extracted> got = fail_errno("open " + archive);
+    Result<stage::Extracted> got = fail_errno("stage: open " + archive);
     if (fd.get() >= 0) {
         got = stage::extract_binary(fd.get(), vol.binary(), staging->fd.get(), limits);
     }
     if (!got) {
         // The extraction error is the one to report, as it is: `stage: <member>: <rule>` names
-        // what is wrong with the archive; the spool path would only hide it. A leftover is
+        // what is wrong with the archive (every error of a Stager names the step: the installer
+        // reports it as it is); the spool path would only hide it. A leftover is
         // cleaned at the next start.
         (void)store::discard_staging(vol, staging->id);
         return got.fail();

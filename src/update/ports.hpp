@@ -25,6 +25,7 @@
 #include "core/url.hpp"
 #include "download/downloader.hpp"
 #include "stage/preflight.hpp"
+#include "update/outcome.hpp"
 
 namespace myr::update {
 
@@ -151,7 +152,7 @@ class HealthProbe {
 struct Attempt {
     std::string package_hash_hex;  // of the offered package ("" when the offer had none)
     std::string version;
-    std::string outcome;  // "installed", "failed", "rolled-back", "interrupted"
+    Outcome outcome = Outcome::failed;  // its words in the file: state_files.cpp
     std::string reason;   // one line; "" when installed
     std::string at;       // RFC 3339
     bool operator==(const Attempt&) const = default;

@@ -70,13 +70,37 @@ Result<std::optional<T>> load(const journal::Journal& j, const char* name,
     return std::optional<T>(std::move(v.value()));
 }
 
+// clang-format off
+constexpr std::pair<Outcome, const char*> kOutcomes[] = {
+    {Outcome::installed,   "installed"},
+    {Outcome::failed,      "failed"},
+    {Outcome::rolled_back, "rolled-back"},
+    {Outcome::interrupted, "interrupted"},
+    {Outcome::in_progress, "in-progress"},
+};
+// clang-format on
+
 }  // namespace
+
+const char* to_string(Outcome o) {
+    for (const auto& [outcome, text] : kOutcomes) {
+        if (outcome == o) return text;
+    }
+    return "?";
+}
+
+Result<Outcome> parse_outcome(std::string_view text) {
+    for (const auto& [outcome, word] : kOutcomes) {
+        if (text == word) return outcome;
+    }
+    return fail(Errc::invalid, "outcome: unknown: " + std::string(text));
+}
 
 std::string render_attempt(const Attempt& a) {
     json::Ptr root(json_object_new_object());
     put(root.get(), "packageHash", a.package_hash_hex);
     put(root.get(), "version", a.version);
-    put(root.get(), "outcome", a.outcome);
+    put(root.get(), "outcome", to_string(a.outcome));
     put(root.get(), "reason", a.reason);
     put(root.get(), "at", a.at);
     return to_text(root);
@@ -86,18 +110,18 @@ Result<Attempt> parse_attempt(std::string_view text) {
     auto root = parse_object(text);
     if (!root) return root.fail();
     Attempt a;
-    for (auto [key, field] : {std::pair{"packageHash", &a.package_hash_hex},
-                              std::pair{"version", &a.version}, std::pair{"outcome", &a.outcome},
-                              std::pair{"reason", &a.reason}, std::pair{"at", &a.at}}) {
+    for (auto [key, field] :
+         {std::pair{"packageHash", &a.package_hash_hex}, std::pair{"version", &a.version},
+          std::pair{"reason", &a.reason}, std::pair{"at", &a.at}}) {
         auto v = string_field(root->get(), key);
         if (!v) return v.fail();
         *field = std::move(v.value());
     }
-    static const char* const kOutcomes[] = {"installed", "failed", "rolled-back", "interrupted",
-                                            "in-progress"};
-    bool known = false;
-    for (const char* o : kOutcomes) known = known || a.outcome == o;
-    if (!known) return fail(Errc::invalid, "outcome: unknown: " + a.outcome);
+    auto outcome = string_field(root->get(), "outcome");
+    if (!outcome) return outcome.fail();
+    auto parsed = parse_outcome(*outcome);
+    if (!parsed) return parsed.fail();
+    a.outcome = *parsed;
     return a;
 }
 
@@ -225,13 +249,13 @@ Result<std::optional<Attempt>> record_recovery(const journal::Journal& j,
     if (!r.update_interrupted || !r.record) return std::optional<Attempt>();
     Attempt a;
     a.version = r.record->to;
-    a.outcome = "interrupted";
+    a.outcome = Outcome::interrupted;
     a.reason = "interrupted while " + r.record->phase + "; recovery: " + r.action;
     a.at = now;
     // The in-progress record names the offer; an unreadable one costs only the "failed before"
     // rule for this offer.
     if (auto prev = load_attempt(j); prev && prev->has_value() &&
-                                     (*prev)->outcome == "in-progress" &&
+                                     (*prev)->outcome == Outcome::in_progress &&
                                      (*prev)->version == a.version) {
         a.package_hash_hex = (*prev)->package_hash_hex;
     }

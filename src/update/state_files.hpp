@@ -25,6 +25,11 @@ namespace myr::update {
 inline constexpr const char* kLastAttemptFile = "last-attempt.json";
 inline constexpr const char* kPackagesFile = "packages.json";
 
+// The outcome's words in last-attempt.json ("rolled-back", "in-progress", …): the one place they
+// are written and read.
+const char* to_string(Outcome o);
+[[nodiscard]] Result<Outcome> parse_outcome(std::string_view text);
+
 std::string render_attempt(const Attempt& a);
 [[nodiscard]] Result<Attempt> parse_attempt(std::string_view json);
 // Absent: nullopt. Unparsable: an error saying why.

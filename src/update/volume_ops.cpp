@@ -38,7 +38,7 @@ std::unique_ptr<Step> StoreVolumeOps::inspect(Callback<Inspection> done) {
             if (!last) {
                 // Only the "failed before" rule depends on it; the next outcome rewrites it.
                 log::warn("update: last attempt ignored", {{"error", last.error().message()}});
-            } else if (last->has_value() && (*last)->outcome != "in-progress") {
+            } else if (last->has_value() && (*last)->outcome != Outcome::in_progress) {
                 in.last_attempt = **last;
             }
             return in;
@@ -56,7 +56,7 @@ std::unique_ptr<Step> StoreVolumeOps::write_journal(JournalEntry e, Done done) {
     journal::Record r = *record_;
     std::optional<Attempt> in_progress;
     if (first) {
-        in_progress = Attempt{e.package_hash_hex, e.to, "in-progress", "", r.started_at};
+        in_progress = Attempt{e.package_hash_hex, e.to, Outcome::in_progress, "", r.started_at};
     }
     auto journal = journal_;
     return run<void>(

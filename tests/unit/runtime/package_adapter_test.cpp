@@ -152,3 +152,26 @@ TEST_CASE("package adapter: the statuses restored at start are the first report,
     CHECK(s.packages[0].agent_has_hash == "h2");
     CHECK(s.packages[0].server_offered_hash == "h2");
 }
+
+TEST_CASE("package adapter: the entries the codec refused are answered from the installer's "
+          "ledger") {
+    InstallerOverFakes f;
+    f.inst.set_active("0.116.0");
+    PackageAdapter adapter(f.inst);
+    opamp::PackagesAvailable in;
+    opamp::PackageAvailable top;
+    top.name = "otelcol-contrib";
+    top.version = "0.116.0";
+    top.hash = "h1";
+    top.file = opamp::DownloadableFile{"https://artifacts.example/x", std::string(32, 'c'), "", {}};
+    in.packages = {top};
+    in.all_packages_hash = "all";
+    in.refused = 2;
+    adapter.offer(in);
+    for (int i = 0; i < 10; ++i) f.sched.run_pending();
+    CHECK(f.inst.ledger().refused() == 2);
+    CHECK(adapter.statuses().error_message == opamp::refused_packages_message(2));
+    in.refused = 0;
+    adapter.offer(in);  // the same offer again: nothing to install, nothing refused either
+    CHECK(adapter.statuses().error_message.empty());
+}

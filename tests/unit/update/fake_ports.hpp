@@ -13,10 +13,15 @@
 #include "loop/fake_scheduler.hpp"
 #include "service/service_controller.hpp"
 #include "update/ports.hpp"
+#include "update/state_files.hpp"
 
 namespace myr::update::testing {
 
 using Trace = std::vector<std::string>;
+
+// The health URLs the tests probe.
+inline const Url kSupervisorHealth{"http", "127.0.0.1", 23233, "/health"};
+inline const Url kCollectorHealth{"http", "127.0.0.1", 13133, "/"};
 
 // A step whose cancellation the fake can see.
 class FakeStep : public Step {
@@ -262,7 +267,8 @@ class FakeVolume : public VolumeOps {
         trace_.push_back(std::string("finish:") + (f.clear_journal ? "clear" : "keep") +
                          (f.gc ? ":gc" : "") +
                          (f.staged_id.empty() ? "" : ":discard=" + f.staged_id) +
-                         (f.attempt ? ":attempt=" + f.attempt->outcome : "") +
+                         (f.attempt ? std::string(":attempt=") + to_string(f.attempt->outcome)
+                                    : "") +
                          (f.packages ? ":packages" : ""));
         finishes.push_back(f);
         if (f.clear_journal) journal.reset();
@@ -279,6 +285,16 @@ class FakeVolume : public VolumeOps {
 
   private:
     Trace& trace_;
+};
+
+// The scheduler, the trace and the fakes that the installer and its parts (the health rounds, the
+// rollback) run on.
+struct FakeParts {
+    loop::FakeScheduler sched;
+    Trace trace;
+    FakeService service{sched, trace};
+    FakeVolume volume{sched, trace};
+    FakeHealth health{sched, trace};
 };
 
 }  // namespace myr::update::testing

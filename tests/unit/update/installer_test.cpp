@@ -14,9 +14,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const Url kSupervisorHealth{"http", "127.0.0.1", 23233, "/health"};
-const Url kCollectorHealth{"http", "127.0.0.1", 13133, "/"};
-
 Settings settings() {
     Settings s;
     s.require_signature = false;
@@ -65,16 +62,11 @@ Installed stored_install(const std::string& version) {
     return in;
 }
 
-struct Rig {
-    loop::FakeScheduler sched;
-    Trace trace;
+struct Rig : FakeParts {
     FakeFetcher fetcher{sched, trace};
     FakeVerifier verifier{sched, trace};
     FakeStager stager{sched, trace};
     FakePreflight preflight{sched, trace};
-    FakeService service{sched, trace};
-    FakeVolume volume{sched, trace};
-    FakeHealth health{sched, trace};
     std::vector<Report> reports;
     std::vector<bool> active_at_report;  // inst->active() seen by each report callback
     std::unique_ptr<Installer> inst;
@@ -266,7 +258,7 @@ TEST_CASE("installer: checking refusals never download") {
              std::string hash_hex;  // of the package hash: 32 x 'p' (0x70)
              for (int i = 0; i < 32; ++i) hash_hex += "70";
              r.volume.inspection.last_attempt =
-                 Attempt{hash_hex, "0.117.0", "rolled-back", "health check failed: x", ""};
+                 Attempt{hash_hex, "0.117.0", Outcome::rolled_back, "health check failed: x", ""};
          },
          "failed before, not tried again until the offer changes: health check failed: x"},
         {"URL outside the allowed prefixes",
@@ -348,7 +340,7 @@ TEST_CASE("installer: verifying — digest and signature rules") {
         CHECK(rig.top().error.rfind("content hash mismatch: offered 6161", 0) == 0);
         CHECK_FALSE(rig.traced("stage:"));
         // A failure after the download is an attempt: the same offer is not tried again.
-        CHECK(rig.volume.finishes.back().attempt->outcome == "failed");
+        CHECK(rig.volume.finishes.back().attempt->outcome == Outcome::failed);
     }
     SUBCASE("signature required but absent") {
         Settings s = settings();
@@ -380,9 +372,9 @@ TEST_CASE("installer: verifying — digest and signature rules") {
 }
 
 TEST_CASE("installer: staging and preflight failures change nothing and discard the staging") {
-    SUBCASE("staging") {
+    SUBCASE("staging: the Stager's error, which names the step, is the report's") {
         Rig rig;
-        rig.stager.error = "member ../collector.binary: `..` component refused";
+        rig.stager.error = "stage: member ../collector.binary: `..` component refused";
         rig.inst->offer(offer_of("0.117.0"));
         rig.settle();
         CHECK(rig.top().error == "stage: member ../collector.binary: `..` component refused");
@@ -826,7 +818,7 @@ TEST_CASE("installer: an install recovery undid is the first report, in place of
     Installed stored = stored_install("0.116.0");
     stored.statuses[0].name = "collector";  // the server's name for the package
     rig.inst->restore(stored);
-    Attempt a{hex::encode("qqqq", 4), "0.117.0", "interrupted",
+    Attempt a{hex::encode("qqqq", 4), "0.117.0", Outcome::interrupted,
               "interrupted while swapping; recovery: switched current to 0.116.0", "t"};
     rig.inst->report_interrupted(a, "otelcol-contrib");
     REQUIRE(rig.inst->report().packages.size() == 1);
@@ -846,8 +838,8 @@ TEST_CASE("installer: an install recovery undid is the first report, in place of
 TEST_CASE("installer: an interrupted install without a packages.json is reported under the "
           "given name") {
     Rig rig;
-    rig.inst->report_interrupted(Attempt{"", "0.117.0", "interrupted", "interrupted while starting",
-                                         "t"},
+    rig.inst->report_interrupted(Attempt{"", "0.117.0", Outcome::interrupted,
+                                         "interrupted while starting", "t"},
                                  "otelcol-contrib");
     REQUIRE(rig.inst->report().packages.size() == 1);
     CHECK(rig.top().name == "otelcol-contrib");

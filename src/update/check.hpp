@@ -1,0 +1,58 @@
+// Checking, decided before anything is done (RAUC's r_install_make_plans): the offered package,
+// what the volume says and the policy in, a verdict out. It posts no event and touches nothing;
+// the installer acts on the verdict. The rules run in the order of the issue, and each refusal
+// names its rule (a code for programs, a sentence for the report).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/result.hpp"
+#include "update/ports.hpp"
+
+namespace myr::update {
+
+struct CheckPolicy {
+    std::optional<std::string> minimum_version;  // canonical
+    bool allow_downgrade = false;
+};
+
+enum class Rule {
+    none,                // not refused
+    unparsable_version,  // the offered version is not a semantic version
+    below_minimum,       // older than update.minimumVersion
+    downgrade,           // older than the active one, not allowed, not the previous one
+    failed_before,       // last-attempt.json: this offer failed, and it has not changed
+    no_file,             // nothing to download
+    bad_content_hash,    // content_hash is not a SHA-256
+    url_refused,         // the downloader's URL policy says no
+};
+const char* to_string(Rule r);
+
+struct CheckVerdict {
+    enum class Kind { proceed, installed, refused };
+    Kind kind = Kind::proceed;
+    Rule rule = Rule::none;  // with refused
+    std::string text;        // with refused: why, for the report
+};
+
+// The downloader's URL policy, asked only once every other rule passed.
+using UrlCheck = std::function<Status(const std::string& url)>;
+
+CheckVerdict check_offer(const OfferedPackage& pkg, const Inspection& in, const CheckPolicy& policy,
+                         const UrlCheck& check_url);
+
+// Verifying, before the Sigstore verifier runs: the digest the download computed must be the
+// offered content hash, and an offer without a bundle passes only when signatures are not
+// required. A bundle that is there is always verified, required or not: a bad signature is a sign
+// of tampering, not a missing feature.
+struct ArtifactVerdict {
+    enum class Kind { verify, unsigned_allowed, refused };
+    Kind kind = Kind::verify;
+    Why why;  // with refused
+};
+ArtifactVerdict check_artifact(const OfferedFile& file, const std::string& sha256_hex,
+                               bool require_signature);
+
+}  // namespace myr::update

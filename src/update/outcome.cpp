@@ -1,0 +1,50 @@
+#include "update/outcome.hpp"
+
+namespace myr::update {
+
+std::string one_line(std::string s) {
+    for (char& c : s) {
+        if (c == '\n' || c == '\r') c = ' ';
+    }
+    constexpr size_t kMax = 600;
+    if (s.size() > kMax) s = s.substr(0, kMax) + "…";
+    return s;
+}
+
+const char* to_string(Failure f) {
+    switch (f) {
+        case Failure::none:
+            return "none";
+        case Failure::inspect:
+            return "inspect";
+        case Failure::policy:
+            return "policy";
+        case Failure::journal:
+            return "journal";
+        case Failure::download:
+            return "download";
+        case Failure::integrity:
+            return "integrity";
+        case Failure::signature:
+            return "signature";
+        case Failure::stage:
+            return "stage";
+        case Failure::preflight:
+            return "preflight";
+        case Failure::stop:
+            return "stop";
+        case Failure::activation:
+            return "activation";
+        case Failure::start:
+            return "start";
+        case Failure::health:
+            return "health";
+        case Failure::commit:
+            return "commit";
+        case Failure::cancelled:
+            return "cancelled";
+    }
+    return "?";
+}
+
+}  // namespace myr::update

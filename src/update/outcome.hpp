@@ -1,0 +1,50 @@
+// Why an install ended, as codes for programs; the words for people stay next to them (RAUC's
+// error domains, dinit's stopped_reason_t). Nothing in the installer branches on a message: it
+// branches on these, and text is made at the edges (the report, the log, last-attempt.json).
+#pragma once
+
+#include <string>
+
+namespace myr::update {
+
+// The outcome recorded in last-attempt.json. Its words ("rolled-back", "in-progress", …) are
+// the file's and live only in state_files.cpp.
+enum class Outcome {
+    installed,
+    failed,
+    rolled_back,
+    interrupted,  // recovery undid it at the next start
+    in_progress,  // written with the first journal entry of an install
+};
+
+// The step an install failed in, or the rule that refused it.
+enum class Failure {
+    none,
+    inspect,  // the volume could not be read
+    policy,   // Checking refused the offer (check.hpp names the rule)
+    journal,  // the journal could not be written before a step
+    download,
+    integrity,   // the downloaded digest is not the offered content hash
+    signature,   // missing where required, or it does not verify
+    stage,       // extraction into the store's staging
+    preflight,   // --version or validate of the staged binary
+    stop,        // stopping the supervisor before the swap
+    activation,  // switching `current` to the new version
+    start,       // starting the supervisor on the new version
+    health,      // the health rounds did not pass in time
+    commit,      // the end of a good install could not be written
+    cancelled,   // a newer offer superseded it
+};
+const char* to_string(Failure f);
+
+// A failure with what to tell people about it.
+struct Why {
+    Failure code = Failure::none;
+    std::string text;  // one line
+};
+
+// Reasons go into one report field and one log line: multi-line output (a preflight's last lines)
+// is joined, and a runaway message is cut.
+std::string one_line(std::string s);
+
+}  // namespace myr::update

@@ -1,0 +1,36 @@
+// The installer's settings, mapped by the runtime from `updater.yaml` (update.*, collector.*).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/time.hpp"
+#include "core/url.hpp"
+
+namespace myr::update {
+
+struct Settings {
+    std::optional<std::string> minimum_version;  // canonical
+    bool allow_downgrade = false;
+    bool require_signature = true;
+    uint64_t max_artifact_size = 1ULL << 30;
+    Duration health_timeout = std::chrono::minutes(2);
+    uint32_t health_successes = 3;
+    Duration health_interval = std::chrono::seconds(2);
+    Duration probe_timeout = std::chrono::seconds(5);  // one GET; capped by health_interval
+    std::optional<Url> supervisor_health_url;
+    std::optional<Url> collector_health_url;
+    std::vector<std::string> validate_args{"validate", "--config={config}"};
+    std::string config_file;  // collector.configFile, for {config}
+    uid_t uid = 0;            // the preflight runs as the supervisor's user
+    gid_t gid = 0;
+    Duration stop_timeout = std::chrono::seconds(30);
+    Duration progress_every = std::chrono::seconds(2);
+};
+
+}  // namespace myr::update

@@ -1,0 +1,121 @@
+#include "update/ledger.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace myr;
+using namespace myr::update;
+using namespace std::chrono_literals;
+
+namespace {
+
+Offer offer_of(const std::string& version, char hash = 'p') {
+    OfferedPackage p;
+    p.name = "otelcol-contrib";
+    p.version = version;
+    p.hash = std::string(32, hash);
+    p.file = OfferedFile{"https://artifacts.example/" + version, std::string(32, 'a'), "", {}};
+    Offer o;
+    o.packages.push_back(p);
+    o.all_packages_hash = std::string(32, hash) + "all";
+    return o;
+}
+
+download::Progress at(double percent) {
+    download::Progress p;
+    p.percent = percent;
+    p.bytes_per_second = 100;
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("ledger: an offer during an install, by the running one, the remembered one, a cancel") {
+    using W = Ledger::WhileBusy;
+    const Offer running = offer_of("0.117.0");
+    const Offer newer = offer_of("0.118.0", 'q');
+    struct Case {
+        const char* name;
+        const Offer& offer;
+        bool cancelled;
+        std::optional<Offer> pending;
+        W expected;
+    };
+    // clang-format off
+    const Case cases[] = {
+        {"the same offer again",                      running, false, std::nullopt, W::ignore},
+        {"the same again, after a newer cancelled it", running, true,  newer,        W::again},
+        {"the same again, while a newer one waits",   running, false, newer,        W::withdraw},
+        {"the remembered one again",                  newer,   true,  newer,        W::ignore},
+        {"a different one",                           newer,   false, std::nullopt, W::remember},
+        {"a third one replaces the remembered one",   offer_of("0.119.0", 'r'), true, newer,
+                                                                                    W::remember},
+    };
+    // clang-format on
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        CHECK(Ledger::while_busy(c.offer, running, c.cancelled, c.pending) == c.expected);
+    }
+}
+
+TEST_CASE("ledger: the offer last ended is settled only while unchanged") {
+    Ledger l(2s);
+    l.set_active("0.116.0", "");
+    Offer o = offer_of("0.117.0");
+    CHECK_FALSE(l.settled(o));
+    REQUIRE(l.open(o).has_value());
+    l.end(o);
+    CHECK(l.settled(o));
+    Offer other_hash = o;
+    other_hash.all_packages_hash = "changed";
+    CHECK_FALSE(l.settled(other_hash));
+    Offer other_url = o;
+    other_url.packages[0].file->url += "?v=2";
+    CHECK_FALSE(l.settled(other_url));
+}
+
+TEST_CASE("ledger: a restored Installed is settled while its version is the active one") {
+    Offer o = offer_of("0.117.0");
+    Installed in{o.all_packages_hash, "otelcol-contrib", "0.117.0", std::string(32, 'p'), {}, 0};
+    SUBCASE("still active") {
+        Ledger l(2s);
+        l.set_active("0.117.0", std::string(32, 'p'));
+        l.restore(in);
+        CHECK(l.settled(o));
+    }
+    SUBCASE("seeding activated another version since") {
+        Ledger l(2s);
+        l.set_active("0.118.0", "");
+        l.restore(in);
+        CHECK_FALSE(l.settled(o));
+    }
+}
+
+TEST_CASE("ledger: download progress at most every progress_every, again at once after a restart") {
+    Ledger l(2s);
+    REQUIRE(l.open(offer_of("0.117.0")).has_value());
+    MonoTime t{};
+    CHECK(l.progress(at(10), t));
+    CHECK(l.report().packages[0].code == Code::downloading);
+    CHECK_FALSE(l.progress(at(20), t + 1s));
+    CHECK(*l.report().packages[0].percent == doctest::Approx(10.0));
+    CHECK(l.progress(at(30), t + 2s));
+    l.restart_progress();
+    CHECK(l.progress(at(-1), t + 2500ms));
+    CHECK(*l.report().packages[0].percent == doctest::Approx(0.0));  // unknown is 0 %
+}
+
+TEST_CASE("ledger: a failed end reports InstallFailed and keeps the last Installed hash") {
+    Ledger l(2s);
+    l.set_active("0.117.0", std::string(32, 'p'));
+    Offer installed = offer_of("0.117.0");
+    l.restore(Installed{installed.all_packages_hash, "otelcol-contrib", "0.117.0",
+                        std::string(32, 'p'), {}, 0});
+    Offer o = offer_of("0.118.0", 'q');
+    REQUIRE(l.open(o).has_value());
+    Installed out = l.fail(o, "preflight: exit 1", std::nullopt);
+    CHECK(l.report().packages[0].code == Code::install_failed);
+    CHECK(l.report().packages[0].error == "preflight: exit 1");
+    CHECK(out.all_packages_hash == installed.all_packages_hash);
+    CHECK(out.statuses == l.report().packages);
+    CHECK(l.settled(o));  // the same offer again is a repeat
+}
