@@ -115,12 +115,6 @@ ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, 
           }),
       status_(sched_, child_),
       downloader_(loop.get(), sched_, downloader_options(cfg)),
-      fetcher_(downloader_,
-               [policy = url_policy(cfg)](const std::string& url) -> Status {
-                   auto checked = download::check_download_url(url, policy);
-                   if (!checked) return checked.fail();
-                   return {};
-               }),
       preflight_(reaper_, sched_),
       verifier_(sched_, cfg.update.trusted_root_file, signer(cfg)),
       health_probe_(loop.get(), sched_) {
@@ -253,8 +247,8 @@ void ContainerRuntime::start_installer(const journal::SeedOutcome& seeded) {
     volume_ops_ = std::make_unique<update::StoreVolumeOps>(sched_, vol, j,
                                                            cfg_.collector.keep_versions);
     stager_ = std::make_unique<ExtractStager>(sched_, vol, extract_limits(cfg_));
-    update::Ports ports{fetcher_,   verifier_,     *stager_,      preflight_,
-                        child_,     *volume_ops_,  health_probe_};
+    update::Ports ports{downloader_, verifier_,     *stager_,      preflight_,
+                        child_,      *volume_ops_,  health_probe_};
     installer_ = std::make_unique<update::Installer>(
         sched_, ports, update_settings(cfg_), [this, image = seeded.image_version] {
             status_.set_versions({image, installer_->active_version(), ""});

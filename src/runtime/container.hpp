@@ -49,6 +49,7 @@
 #include "runtime/update_seams.hpp"
 #include "service/child_service.hpp"
 #include "service/service_controller.hpp"
+#include "stage/preflight.hpp"
 #include "update/installer.hpp"
 #include "update/volume_ops.hpp"
 
@@ -97,9 +98,8 @@ class ContainerRuntime {
     CollectorStatus status_;
     // The installer's ports. The stager works on the volume, so it is made with the installer.
     download::HttpDownloader downloader_;
-    DownloaderFetcher fetcher_;
     std::unique_ptr<ExtractStager> stager_;
-    SeamPreflighter preflight_;
+    stage::ReaperPreflighter preflight_;
     SigstoreVerifier verifier_;
     HttpHealthProbe health_probe_;
     // Built once the volume is recovered and seeded (they work on it).

@@ -5,8 +5,8 @@
 #include "core/time.hpp"
 #include "journal/recover.hpp"
 #include "journal/seed.hpp"
+#include "loop/step.hpp"
 #include "store/activate.hpp"
-#include "update/job.hpp"
 #include "update/state_files.hpp"
 
 namespace myr::update {
@@ -20,7 +20,7 @@ StoreVolumeOps::StoreVolumeOps(loop::Scheduler& sched, std::shared_ptr<store::Vo
 
 template <class T>
 std::unique_ptr<Step> StoreVolumeOps::run(std::function<Result<T>()> work, Callback<T> done) {
-    return post_job<T>(sched_, "volume", std::move(work), std::move(done));
+    return loop::post_job<T>(sched_, "volume", std::move(work), std::move(done));
 }
 
 std::unique_ptr<Step> StoreVolumeOps::inspect(Callback<Inspection> done) {

@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
             probe->stop();
         };
         t0 = std::chrono::steady_clock::now();
-        auto d = dl.start(req, h);
+        auto d = dl.fetch(req, h);
         while (!done && uv_run(loop.get(), UV_RUN_ONCE) != 0) {
         }
         d.reset();

@@ -68,7 +68,7 @@ inline Fetch fetch(TestLoop& loop, const DownloaderOptions& o, Request r,
     Downloader::Handlers h;
     h.on_progress = [&](const Progress& p) { f.progress.push_back(p); };
     h.on_done = [&](Result<Artifact> a) { f.done.emplace(std::move(a)); };
-    auto d = dl.start(std::move(r), h);
+    auto d = dl.fetch(std::move(r), h);
     REQUIRE(loop.run_until([&] { return f.done.has_value(); }, timeout));
     return f;
 }

@@ -207,7 +207,7 @@ TEST_CASE("download: destroying cancels; a newer offer removes the older part") 
         bool called = false;
         Downloader::Handlers h;
         h.on_done = [&](Result<Artifact>) { called = true; };
-        auto d = dl.start(rig.request("?drip=100000"), h);
+        auto d = dl.fetch(rig.request("?drip=100000"), h);
         REQUIRE(rig.loop.run_until([&] { return exists(rig.part()); }, 10s));
         d.reset();
         rig.loop.run_for(300ms);

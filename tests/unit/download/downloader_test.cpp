@@ -37,11 +37,11 @@ struct Rig {
         dl.reset();
         CHECK(uv_loop_close(&uv) == 0);
     }
-    std::unique_ptr<Download> start(const std::string& url, const std::string& hex,
-                                    std::optional<Result<Artifact>>& done) {
+    std::unique_ptr<loop::Step> start(const std::string& url, const std::string& hex,
+                                      std::optional<Result<Artifact>>& done) {
         Downloader::Handlers h;
         h.on_done = [&done](Result<Artifact> r) { done.emplace(std::move(r)); };
-        return dl->start(Request{url, {}, hex, 100}, h);
+        return dl->fetch(Request{url, {}, hex, 100}, h);
     }
     uv_loop_t uv;
     loop::FakeScheduler sched;
@@ -166,7 +166,20 @@ TEST_CASE("spool: a planted symlink or a bad hash is refused") {
     CHECK(!SpoolFile::open(state.path(), std::string(64, 'A')).ok());
 }
 
-TEST_CASE("download: refusals come on a later turn, never from inside start()") {
+TEST_CASE("download: check_url answers at once with the rule fetch() applies") {
+    test::TempDir state;
+    Rig rig(state.path());
+    CHECK(rig.dl->check_url("https://h/artifacts/x").ok());
+    auto refused = rig.dl->check_url("https://h/elsewhere/x");
+    REQUIRE(!refused.ok());
+    CHECK(refused.error().code() == Errc::invalid);
+    CHECK(refused.error().message().find("https://h/elsewhere/x: refused (rule prefix)") !=
+          std::string::npos);
+    CHECK(rig.sched.posted() == 0);
+    CHECK(!test::exists(state / "spool"));
+}
+
+TEST_CASE("download: refusals come on a later turn, never from inside fetch()") {
     test::TempDir state;
     Rig rig(state.path());
     std::optional<Result<Artifact>> bad_url, bad_hash;
