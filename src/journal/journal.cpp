@@ -56,11 +56,6 @@ const char* to_string(Op op) {
     return "seed";
 }
 
-bool before_switch(std::string_view p) {
-    return p == phase::downloading || p == phase::verifying || p == phase::staging ||
-           p == phase::preflight || p == phase::stopping || p == phase::installing;
-}
-
 Record begin(Op op, std::string from, std::string to, std::string ph) {
     Record r;
     r.id = uuid_v4();

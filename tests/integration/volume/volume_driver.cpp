@@ -295,14 +295,15 @@ Status do_activate(const Args& a, const store::Volume& vol, journal::Journal& j)
     } else {
         req.image_fd = src.get();
     }
-    rec.phase = journal::phase::swapping;
+    // The installer's phases (update::phase, its state names); the journal stores them as text.
+    rec.phase = "swapping";
     MYR_TRY(j.write(rec), "activate");
     auto done = store::activate(vol, req);
     if (!done) {
         MYR_TRY(j.clear(), "activate");
         return done.fail();
     }
-    rec.phase = journal::phase::health_checking;
+    rec.phase = "health-checking";
     MYR_TRY(j.write(rec), "activate");
     MYR_TRY(j.clear(), "commit");
     auto collected = store::gc(vol, static_cast<uint32_t>(std::stoul(a.get("keep", "2"))));

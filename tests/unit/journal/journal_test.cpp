@@ -79,19 +79,6 @@ TEST_CASE("journal: unparsable or hostile records are refused") {
     }
 }
 
-TEST_CASE("journal: phases before the switch are known; anything else counts as switched") {
-    for (auto p :
-         {journal::phase::downloading, journal::phase::verifying, journal::phase::staging,
-          journal::phase::preflight, journal::phase::stopping, journal::phase::installing}) {
-        CHECK(journal::before_switch(p));
-    }
-    for (auto p :
-         {journal::phase::swapping, journal::phase::starting, journal::phase::health_checking,
-          journal::phase::rolling_back, std::string_view("something-new")}) {
-        CHECK_FALSE(journal::before_switch(p));
-    }
-}
-
 TEST_CASE("journal: write, load, clear") {
     Fixture f;
     CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
