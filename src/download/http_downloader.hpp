@@ -29,11 +29,12 @@
 #include "loop/scheduler.hpp"
 #include "loop/step.hpp"
 #include "net/http_client.hpp"
+#include "statedir/state_dir.hpp"
 
 namespace myr::download {
 
 struct DownloaderOptions {
-    std::string state_dir;  // the spool is state_dir/spool
+    statedir::StateDir state_dir;  // holds the spool
     UrlPolicy policy;
     std::string ca_file;                    // server.caFile; "" = system store
     bool allow_insecure_transport = false;  // server.allowInsecureTransport

@@ -27,8 +27,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/fd.hpp"
 #include "core/result.hpp"
+#include "statedir/state_dir.hpp"
 
 namespace myr::journal {
 
@@ -69,13 +69,14 @@ struct Loaded {
     std::string reason;  // when corrupt
 };
 
+// `journal.json` in the state directory (statedir::entry::journal).
 class Journal {
   public:
-    // Opens (creating when missing) the state directory, an absolute path.
-    [[nodiscard]] static Result<Journal> open(const std::string& state_dir);
+    explicit Journal(statedir::StateDir state) : state_(std::move(state)) {}
 
-    const std::string& dir() const { return dir_; }
-    int dir_fd() const { return fd_.get(); }
+    const statedir::StateDir& state() const { return state_; }
+    const std::string& dir() const { return state_.path(); }
+    int dir_fd() const { return state_.fd(); }
 
     // absent, ok, or corrupt (unparsable, larger than 64 KiB, not a regular file).
     [[nodiscard]] Result<Loaded> load() const;
@@ -88,8 +89,7 @@ class Journal {
     [[nodiscard]] Result<std::string> move_aside();
 
   private:
-    std::string dir_;
-    UniqueFd fd_;
+    statedir::StateDir state_;
 };
 
 }  // namespace myr::journal

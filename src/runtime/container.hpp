@@ -96,8 +96,9 @@ class ContainerRuntime {
     SharedVolume volume_;
     journal::SeedInput seed_input_;
     CollectorStatus status_;
-    // The installer's ports. The stager works on the volume, so it is made with the installer.
-    download::HttpDownloader downloader_;
+    // The installer's ports. The downloader and the stager work on the state directory and the
+    // volume, so they are made with the installer.
+    std::unique_ptr<download::HttpDownloader> downloader_;
     std::unique_ptr<ExtractStager> stager_;
     stage::ReaperPreflighter preflight_;
     SigstoreVerifier verifier_;

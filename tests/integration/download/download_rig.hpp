@@ -50,7 +50,7 @@ struct Fetch {
 
 inline DownloaderOptions quick(const std::string& state, std::vector<std::string> prefixes) {
     DownloaderOptions o;
-    o.state_dir = state;
+    o.state_dir = statedir::StateDir::open(state).value();
     for (const auto& p : prefixes) o.policy.prefixes.push_back(*parse_url(p));
     o.policy.allow_plain_http = true;  // the endpoint of these tests is loopback
     o.stall_timeout = 1s;

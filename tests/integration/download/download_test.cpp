@@ -232,7 +232,7 @@ TEST_CASE("download: a full disk ends the download, removes the part, touches no
     }
     write_file(small + "/keep", "volume file");
     DownloaderOptions o = rig.options();
-    o.state_dir = small;
+    o.state_dir = statedir::StateDir::open(small).value();
     auto f = fetch(rig.loop, o, rig.request(""));
     const Error& e = require_error(f);
     CHECK(e.code() == Errc::system);

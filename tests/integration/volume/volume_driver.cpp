@@ -29,10 +29,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/log.hpp"
+#include "download/spool.hpp"
 #include "fsx/copy.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
@@ -318,15 +320,17 @@ int main(int argc, char** argv) {
     log::configure(log::Level::info, log::Format::text);
     auto vol = store::Volume::open(a.install_dir, a.binary);
     if (!vol) die(vol.error().message());
-    auto j = journal::Journal::open(a.state_dir);
-    if (!j) die(j.error().message());
+    auto state = statedir::StateDir::open(a.state_dir);
+    if (!state) die(state.error().message());
+    auto j = std::make_optional<journal::Journal>(*state);
 
     if (a.op == "state") {
         print(state_json(a, *vol, *j));
         return 0;
     }
     if (a.op == "recover" || a.op == "start") {
-        auto r = journal::recover(*vol, *j);
+        // The downloader owns the spool; recovery empties it as the product's start does.
+        auto r = journal::recover(*vol, *j, [&] { return download::clear_spool(*state); });
         if (!r) die(r.error().message());
         json_object* o = json_object_new_object();
         json_object_object_add(o, "recovery", recovery_json(*r));

@@ -97,7 +97,7 @@ struct Rig {
     // Plain http unless told: TLS would need the system CA store, which a unit test must not.
     explicit Rig(DownloaderOptions o = {}, std::string scheme = "http") : scheme_(scheme) {
         REQUIRE(uv_loop_init(&uv) == 0);
-        o.state_dir = state.path();
+        o.state_dir = statedir::StateDir::open(state.path()).value();
         o.policy.prefixes = {Url{scheme, "h", default_port(scheme), "/artifacts/"}};
         o.policy.allow_plain_http = true;
         dl = std::make_unique<HttpDownloader>(&uv, sched, o, &fetcher);
