@@ -60,8 +60,7 @@ class Downloader {
     // hashes first (the spool holds at most the current artifact). Destroying the returned Step
     // cancels the download (no callback runs afterwards); its `.part` is kept so that the same
     // content hash can resume it.
-    [[nodiscard]] virtual std::unique_ptr<loop::Step> fetch(Request request,
-                                                            Handlers handlers) = 0;
+    [[nodiscard]] virtual std::unique_ptr<loop::Step> fetch(Request request, Handlers handlers) = 0;
 };
 
 }  // namespace myr::download

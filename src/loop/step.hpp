@@ -37,15 +37,15 @@ template <class T>
     auto step = std::make_unique<Silencer>();
     // Written by the job, read by `done` after the pool's completion (a happens-before edge).
     auto out = std::make_shared<std::optional<Result<T>>>();
-    sched.post_work([work = std::move(work), out] { out->emplace(work()); },
-                    [alive = step->alive, out, what = std::move(what),
-                     done = std::move(done)](bool cancelled) {
-                        if (!*alive) return;
-                        if (cancelled || !out->has_value()) {
-                            return done(fail(Errc::cancelled, what + ": dropped by shutdown"));
-                        }
-                        done(std::move(**out));
-                    });
+    sched.post_work(
+        [work = std::move(work), out] { out->emplace(work()); },
+        [alive = step->alive, out, what = std::move(what), done = std::move(done)](bool cancelled) {
+            if (!*alive) return;
+            if (cancelled || !out->has_value()) {
+                return done(fail(Errc::cancelled, what + ": dropped by shutdown"));
+            }
+            done(std::move(**out));
+        });
     return step;
 }
 

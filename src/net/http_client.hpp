@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/url.hpp"
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "core/url.hpp"
 #include "loop/scheduler.hpp"
 #include "loop/step.hpp"
 #include "net/http_response.hpp"

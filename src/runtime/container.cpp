@@ -249,8 +249,8 @@ void ContainerRuntime::start_installer(const journal::SeedOutcome& seeded) {
     stager_ = std::make_unique<ExtractStager>(sched_, vol, extract_limits(cfg_));
     downloader_ = std::make_unique<download::HttpDownloader>(
         loop_.get(), sched_, downloader_options(cfg_, volume_->state));
-    update::Ports ports{*downloader_, verifier_,     *stager_,      preflight_,
-                        child_,       *volume_ops_,  health_probe_};
+    update::Ports ports{*downloader_, verifier_,    *stager_,     preflight_,
+                        child_,       *volume_ops_, health_probe_};
     installer_ = std::make_unique<update::Installer>(
         sched_, ports, update_settings(cfg_), [this, image = seeded.image_version] {
             status_.set_versions({image, installer_->active_version(), ""});

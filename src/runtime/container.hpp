@@ -33,11 +33,11 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "download/http_downloader.hpp"
 #include "health/probe_server.hpp"
 #include "health/probes.hpp"
 #include "journal/seed.hpp"
 #include "loop/loop.hpp"
-#include "download/http_downloader.hpp"
 #include "loop/uv_scheduler.hpp"
 #include "opamp/agent.hpp"
 #include "opamp/providers.hpp"

@@ -221,8 +221,7 @@ Status store_installed(const statedir::StateDir& dir, const Installed& in) {
 }
 
 Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
-                                               const journal::Recovery& r,
-                                               const std::string& now) {
+                                               const journal::Recovery& r, const std::string& now) {
     if (!r.update_interrupted || !r.record) return std::optional<Attempt>();
     Attempt a;
     a.version = r.record->to;

@@ -7,9 +7,9 @@
 
 #include <string>
 
+#include "download/spool.hpp"
 #include "harness.hpp"
 #include "hash/sha256.hpp"
-#include "download/spool.hpp"
 #include "journal/recover.hpp"
 #include "journal/seed.hpp"
 #include "store/activate.hpp"

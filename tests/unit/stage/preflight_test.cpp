@@ -213,9 +213,8 @@ TEST_CASE("preflight: destroying a running preflight kills the group and calls n
         proc::Reaper reaper(loop);
         REQUIRE(reaper.start());
         stage::ReaperPreflighter preflighter(reaper, sched);
-        auto p = preflighter.run(rel.request(), [&](Result<stage::PreflightReport>) {
-            called = true;
-        });
+        auto p =
+            preflighter.run(rel.request(), [&](Result<stage::PreflightReport>) { called = true; });
         REQUIRE(loop.run_until([&] { return rel.starts().size() == 2; }, 10s));
         pid = std::stoi(rel.starts()[1]);
         CHECK(::kill(pid, 0) == 0);

@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-
 using namespace myr;
 using namespace myr::update;
 using S = State;

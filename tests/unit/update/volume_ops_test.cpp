@@ -108,7 +108,8 @@ TEST_CASE("volume ops: inspect names the active version, its previous one and th
     CHECK(in.active_intact);
     CHECK(in.previous.empty());
     CHECK_FALSE(in.last_attempt.has_value());
-    REQUIRE(store_attempt(rig.j->state(), Attempt{"ab", "0.117.0", "failed", "signature: bad", "t"}));
+    REQUIRE(
+        store_attempt(rig.j->state(), Attempt{"ab", "0.117.0", "failed", "signature: bad", "t"}));
     in = rig.inspect();
     REQUIRE(in.last_attempt.has_value());
     CHECK(in.last_attempt->reason == "signature: bad");
@@ -183,7 +184,8 @@ TEST_CASE("volume ops: switch back and a failed install's clean-up") {
     CHECK(test::list_dir(rig.dir + "/.staging").empty());
     CHECK(rig.j->load()->kind == journal::Loaded::Kind::absent);
     CHECK(load_attempt(rig.j->state())->value().reason == "health check failed");
-    CHECK_FALSE(load_installed(rig.j->state())->has_value());  // only an Installed stores packages.json
+    // Only an Installed stores packages.json.
+    CHECK_FALSE(load_installed(rig.j->state())->has_value());
 }
 
 TEST_CASE("volume ops: switch back refuses a version that is not intact") {
