@@ -2,9 +2,10 @@
 // offered artifact into the spool) and what it gets back (a file on the volume whose SHA-256 was
 // computed while it was written, or an error with its kind).
 //
-// The installer holds a Downloader&; the container runtime plugs in the real one (HTTP(S) over
-// net/, resumable, allowlisted — docs/download.md), tests plug in a fake that completes on
-// command. Only this interface is shared; how bytes move is the implementation's business.
+// The installer holds a Downloader& (its `fetcher` port); the container runtime plugs in the real
+// one (HTTP(S) over net/, resumable, allowlisted — docs/download.md), tests plug in a fake that
+// completes on command. Only this interface is shared; how bytes move is the implementation's
+// business.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "loop/step.hpp"
 
 namespace myr::download {
 
@@ -39,27 +41,26 @@ struct Artifact {
     uint64_t size = 0;
 };
 
-class Download {
-  public:
-    // Destroying a running download cancels it (no callback runs afterwards); its `.part`
-    // is kept so that the same content hash can resume it.
-    virtual ~Download() = default;
-};
-
 class Downloader {
   public:
     virtual ~Downloader() = default;
     struct Handlers {
         // At most every 2 s while bytes arrive.
         std::function<void(const Progress&)> on_progress;
-        // Exactly once, on a later loop turn, unless the Download is destroyed first. Errors
+        // Exactly once, on a later loop turn, unless the Step is destroyed first. Errors
         // carry their kind: invalid (URL policy, size cap), network (after the retries),
         // integrity (never: the hash is compared by the caller), system (disk), timeout.
         std::function<void(Result<Artifact>)> on_done;
     };
+    // The URL policy the downloader owns (allowed prefixes, http:// only where the endpoint may
+    // be plain), answered at once: the installer's Checking calls it before any byte moves, and
+    // fetch() applies the same rule again (to redirects too).
+    [[nodiscard]] virtual Status check_url(const std::string& url) const = 0;
     // Starts fetching. Starting a request for another content hash removes spool files of other
-    // hashes first (the spool holds at most the current artifact).
-    [[nodiscard]] virtual std::unique_ptr<Download> start(Request request, Handlers handlers) = 0;
+    // hashes first (the spool holds at most the current artifact). Destroying the returned Step
+    // cancels the download (no callback runs afterwards); its `.part` is kept so that the same
+    // content hash can resume it.
+    [[nodiscard]] virtual std::unique_ptr<loop::Step> fetch(Request request, Handlers handlers) = 0;
 };
 
 }  // namespace myr::download

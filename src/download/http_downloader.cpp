@@ -71,10 +71,10 @@ std::optional<ContentRange> parse_content_range(std::string_view v) {
     return ContentRange{*a, *b, *total};
 }
 
-// One offer being fetched. Lifetime: owned by the installer through Download; destroying it
+// One offer being fetched. Lifetime: owned by the installer through its Step; destroying it
 // drops the connection and the timers at once. Jobs already on the work queue keep the spool
 // file alive through their shared_ptr and report to nobody (guard_).
-class HttpDownloader::Transfer final : public Download {
+class HttpDownloader::Transfer final : public loop::Step {
   public:
     Transfer(HttpDownloader& parent, Request req, Handlers h)
         : parent_(parent),
@@ -190,7 +190,13 @@ HttpDownloader::HttpDownloader(uv_loop_t* loop, loop::Scheduler& sched, Download
       fetcher_(fetcher ? fetcher : own_fetcher_.get()) {}
 HttpDownloader::~HttpDownloader() = default;
 
-std::unique_ptr<Download> HttpDownloader::start(Request request, Handlers handlers) {
+Status HttpDownloader::check_url(const std::string& url) const {
+    auto checked = check_download_url(url, opts_.policy);
+    if (!checked) return checked.fail();
+    return {};
+}
+
+std::unique_ptr<loop::Step> HttpDownloader::fetch(Request request, Handlers handlers) {
     auto t = std::make_unique<Transfer>(*this, std::move(request), std::move(handlers));
     t->start();
     return t;

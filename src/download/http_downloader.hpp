@@ -27,13 +27,14 @@
 #include "download/downloader.hpp"
 #include "download/url_policy.hpp"
 #include "loop/scheduler.hpp"
+#include "loop/step.hpp"
 #include "net/http_client.hpp"
-
+#include "statedir/state_dir.hpp"
 
 namespace myr::download {
 
 struct DownloaderOptions {
-    std::string state_dir;  // the spool is state_dir/spool
+    statedir::StateDir state_dir;  // holds the spool
     UrlPolicy policy;
     std::string ca_file;                    // server.caFile; "" = system store
     bool allow_insecure_transport = false;  // server.allowInsecureTransport
@@ -67,11 +68,10 @@ struct ContentRange {
 std::optional<ContentRange> parse_content_range(std::string_view value);
 
 // One HTTP request as the downloader sees it: net::HttpClient in the product, a script in the
-// unit tests (so retries, backoff, progress and back-pressure run on FakeScheduler). Destroying
-// it drops the request; no handler runs afterwards.
-class HttpFetch {
+// unit tests (so retries, backoff, progress and back-pressure run on FakeScheduler). A step with
+// back-pressure: destroying it drops the request; no handler runs afterwards.
+class HttpFetch : public loop::Step {
   public:
-    virtual ~HttpFetch() = default;
     virtual void pause() = 0;
     virtual void resume() = 0;
 };
@@ -94,7 +94,8 @@ class HttpDownloader final : public Downloader {
     HttpDownloader(const HttpDownloader&) = delete;
     HttpDownloader& operator=(const HttpDownloader&) = delete;
 
-    [[nodiscard]] std::unique_ptr<Download> start(Request request, Handlers handlers) override;
+    [[nodiscard]] Status check_url(const std::string& url) const override;
+    [[nodiscard]] std::unique_ptr<loop::Step> fetch(Request request, Handlers handlers) override;
 
     class Transfer;
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/fault.hpp"
+#include "core/log.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
 
@@ -50,9 +51,40 @@ bool valid_content_hash(std::string_view hex) {
     return true;
 }
 
+Result<int> clear_spool(const statedir::StateDir& state) {
+    const char* spool = statedir::entry::spool;
+    auto st = fsx::stat_at(state.fd(), spool);
+    if (!st) return st.fail("spool");
+    if (!st->has_value()) return 0;
+    if (!S_ISDIR((*st)->st_mode)) {
+        MYR_TRY(fsx::remove_tree_at(state.fd(), spool), "remove spool");
+        return 1;
+    }
+    auto dir = fsx::open_dir_at(state.fd(), spool);
+    if (!dir) return dir.fail("open spool");
+    auto names = fsx::list_dir(dir->get());
+    if (!names) return names.fail("list spool");
+    int removed = 0;
+    for (const std::string& n : *names) {
+        MYR_TRY(fault::point("recover.spool.before"), "recover");
+        // As for .staging: a download that cannot be removed must not stop the start.
+        if (auto rm = fsx::remove_tree_at(dir->get(), n); !rm) {
+            std::string why = rm.error().message();
+            if (why.size() > 300) why = why.substr(0, 300) + "…";
+            log::warn("cannot remove a spool leftover; leaving it",
+                      {{"path", std::string(spool) + "/" + n}, {"error", why}});
+            continue;
+        }
+        ++removed;
+        MYR_TRY(fault::point("recover.spool.after"), "recover");
+    }
+    if (removed > 0) MYR_TRY(fsx::fsync_dir(dir->get()), "sync spool");
+    return removed;
+}
+
 SpoolFile::~SpoolFile() = default;
 
-Result<std::shared_ptr<SpoolFile>> SpoolFile::open(const std::string& state_dir,
+Result<std::shared_ptr<SpoolFile>> SpoolFile::open(const statedir::StateDir& state,
                                                    const std::string& hex) {
     if (!valid_content_hash(hex)) {
         return fail(Errc::invalid, "content hash \"" + hex + "\" is not 64 lower-case hex digits");
@@ -60,9 +92,14 @@ Result<std::shared_ptr<SpoolFile>> SpoolFile::open(const std::string& state_dir,
     MYR_TRY(fault::point("download.open"), "open spool");
     std::shared_ptr<SpoolFile> f(new SpoolFile());
     f->hex_ = hex;
-    f->dir_path_ = state_dir + "/spool";
-    auto dir = fsx::open_or_create_dir(f->dir_path_);
-    if (!dir) return dir.fail("spool");
+    f->dir_path_ = state.path_of(statedir::entry::spool);
+    // Not fsx::make_dir_at: a lost mkdir costs nothing (the next open makes it again), so no
+    // fsync of the state directory and no fault point of its own.
+    if (::mkdirat(state.fd(), statedir::entry::spool, 0755) != 0 && errno != EEXIST) {
+        return fail_errno("spool: create " + f->dir_path_);
+    }
+    auto dir = fsx::open_dir_at(state.fd(), statedir::entry::spool);
+    if (!dir) return dir.fail("spool: open " + f->dir_path_);
     f->dir_ = std::move(*dir);
     const std::string spool = f->dir_path_ + "/";
 

@@ -18,11 +18,19 @@
 #include "core/result.hpp"
 #include "download/downloader.hpp"
 #include "hash/sha256.hpp"
+#include "statedir/state_dir.hpp"
 
 namespace myr::download {
 
 // Whether `hex` can name a spool file: 64 lower-case hex digits (a SHA-256).
 bool valid_content_hash(std::string_view hex);
+
+// Empties the spool (what cannot be removed is logged and left). Downloads of an interrupted
+// update are discarded with it at every start (journal::recover calls it), and the installer
+// empties it after each install: the spool holds only the artifact of the install in progress.
+// Returns how many entries were removed. Fault points `recover.spool.before`/`.after` (their
+// names are the crash matrix's, from when recovery owned this).
+[[nodiscard]] Result<int> clear_spool(const statedir::StateDir& state);
 
 class SpoolFile {
   public:
@@ -30,7 +38,7 @@ class SpoolFile {
     // artifact's, and opens or creates `<hex>.part`; a kept part is re-read to hash its bytes.
     // When the complete `<hex>` is already there with that very hash, `complete()` holds it and
     // no part is opened. Fault points: `download.open`.
-    [[nodiscard]] static Result<std::shared_ptr<SpoolFile>> open(const std::string& state_dir,
+    [[nodiscard]] static Result<std::shared_ptr<SpoolFile>> open(const statedir::StateDir& state,
                                                                  const std::string& hex);
     ~SpoolFile();
     SpoolFile(const SpoolFile&) = delete;

@@ -18,7 +18,7 @@
 namespace myr::journal {
 namespace {
 
-constexpr const char* kName = "journal.json";
+constexpr const char* kName = statedir::entry::journal;
 constexpr size_t kMaxSize = 64 * 1024;
 
 Result<std::string> get_string(json_object* root, const char* key) {
@@ -54,11 +54,6 @@ const char* to_string(Op op) {
             return "rollback";
     }
     return "seed";
-}
-
-bool before_switch(std::string_view p) {
-    return p == phase::downloading || p == phase::verifying || p == phase::staging ||
-           p == phase::preflight || p == phase::stopping || p == phase::installing;
 }
 
 Record begin(Op op, std::string from, std::string to, std::string ph) {
@@ -144,25 +139,13 @@ std::string render(const Record& r) {
     return out;
 }
 
-Result<Journal> Journal::open(const std::string& state_dir) {
-    if (state_dir.empty() || state_dir[0] != '/') {
-        return fail("state directory: " + state_dir + ": not an absolute path");
-    }
-    Journal j;
-    j.dir_ = state_dir;
-    auto fd = fsx::open_or_create_dir(state_dir);
-    if (!fd) return fd.fail();
-    j.fd_ = std::move(*fd);
-    return j;
-}
-
 Result<Loaded> Journal::load() const {
     Loaded out;
-    auto st = fsx::stat_at(fd_.get(), kName);
-    if (!st) return st.fail("journal " + dir_);
+    auto st = fsx::stat_at(dir_fd(), kName);
+    if (!st) return st.fail("journal " + dir());
     if (!st->has_value()) return out;
     out.kind = Loaded::Kind::corrupt;
-    auto text = fsx::read_file_at(fd_.get(), kName, kMaxSize);
+    auto text = fsx::read_file_at(dir_fd(), kName, kMaxSize);
     if (!text) {
         out.reason = text.error().message();
         return out;
@@ -179,16 +162,16 @@ Result<Loaded> Journal::load() const {
 
 Status Journal::write(const Record& r) {
     MYR_TRY(fault::point("journal.write.before"), "journal");
-    MYR_TRY(fsx::write_file_atomic(fd_.get(), kName, render(r), 0600),
-            "write " + dir_ + "/" + kName);
+    MYR_TRY(fsx::write_file_atomic(dir_fd(), kName, render(r), 0600),
+            "write " + dir() + "/" + kName);
     MYR_TRY(fault::point("journal.write.after"), "journal");
     return {};
 }
 
 Status Journal::clear() {
     MYR_TRY(fault::point("journal.clear.before"), "journal");
-    MYR_TRY(fsx::unlink_at(fd_.get(), kName), "remove " + dir_ + "/" + kName);
-    MYR_TRY(fsx::fsync_dir(fd_.get()), "remove " + dir_ + "/" + kName);
+    MYR_TRY(fsx::unlink_at(dir_fd(), kName), "remove " + dir() + "/" + kName);
+    MYR_TRY(fsx::fsync_dir(dir_fd()), "remove " + dir() + "/" + kName);
     MYR_TRY(fault::point("journal.clear.after"), "journal");
     return {};
 }
@@ -202,9 +185,9 @@ Result<std::string> Journal::move_aside() {
     }
     std::string aside = std::string(kName) + ".corrupt-" + compact;
     MYR_TRY(fault::point("journal.aside.before"), "journal");
-    MYR_TRY(fsx::rename_at(fd_.get(), kName, fd_.get(), aside, true),
-            "move " + dir_ + "/" + kName + " aside");
-    MYR_TRY(fsx::fsync_dir(fd_.get()), "move journal aside");
+    MYR_TRY(fsx::rename_at(dir_fd(), kName, dir_fd(), aside, true),
+            "move " + dir() + "/" + kName + " aside");
+    MYR_TRY(fsx::fsync_dir(dir_fd()), "move journal aside");
     MYR_TRY(fault::point("journal.aside.after"), "journal");
     return aside;
 }

@@ -3,27 +3,23 @@
 // Written durably (temp file, fsync, rename, fsync of the directory) before each side effect of a
 // seed, an update or a rollback, removed when the operation is over. Its presence at start
 // therefore means the last operation was cut short by a hard kill or a power loss, and `recover`
-// (recover.hpp) reads it to put the volume back in a known state before anything else happens:
+// (recover.hpp) reads it to put the volume back in a known state before anything else happens.
+// The rule goes by the op alone, whatever the phase (.staging/, temp files and the spool are
+// cleaned in every case):
 //
 // clang-format off
-//   op          phase                                 recovery
-//   seed        any                                   clean .staging/; `current` is either the old
-//                                                     or the new complete version; seeding then
-//                                                     runs again
-//   update      before the switch (downloading …      clean .staging/ and spool/; `current`
-//               stopping)                             unchanged
-//   update      swapping and later (swapping,         switch `current` back to `from` (idempotent
-//               starting, health-checking,            when it still points there); the update is
-//               rolling-back, unknown)                reported failed ("interrupted"); `to` stays
-//                                                     on disk until GC
-//   rollback    any                                   finish: switch `current` to `to`
-//   unparsable                                        moved aside to journal.json.corrupt-<ts>;
-//                                                     `current` kept (seeding replaces it when it
-//                                                     is not intact)
+//   op          recovery
+//   seed        `current` is either the old or the new complete version; seeding then runs again
+//   update      `current` back to `from` (idempotent: before the installer's switch it still
+//               points there); the update is reported failed ("interrupted"); `to` stays on disk
+//               until GC
+//   rollback    finish: switch `current` to `to`
+//   unparsable  moved aside to journal.json.corrupt-<ts>; `current` kept (seeding replaces it
+//               when it is not intact)
 // clang-format on
 //
-// Phases are free strings so that the installer can journal its own states; the ones below are the
-// shared vocabulary.
+// A phase is free text for the log and the "interrupted" reason: the installer journals its own
+// states under its own names (update/machine.hpp); the ones below are this module's.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +27,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/fd.hpp"
 #include "core/result.hpp"
+#include "statedir/state_dir.hpp"
 
 namespace myr::journal {
 
@@ -40,23 +36,12 @@ enum class Op { seed, update, rollback };
 const char* to_string(Op op);
 
 namespace phase {
-// Seeding and the store's activation steps (store::to_string(store::Step)).
+// Seeding and the store's activation steps (store::to_string(store::Step)), and the journaled
+// rollback.
 inline constexpr std::string_view staging = "staging";
 inline constexpr std::string_view installing = "installing";
 inline constexpr std::string_view switching = "switching";
-// The installer's journaled states (update.md).
-inline constexpr std::string_view downloading = "downloading";
-inline constexpr std::string_view verifying = "verifying";
-inline constexpr std::string_view preflight = "preflight";
-inline constexpr std::string_view stopping = "stopping";
-inline constexpr std::string_view swapping = "swapping";
-inline constexpr std::string_view starting = "starting";
-inline constexpr std::string_view health_checking = "health-checking";
-inline constexpr std::string_view rolling_back = "rolling-back";
 }  // namespace phase
-
-// True for phases of an update in which `current` has certainly not been switched yet.
-bool before_switch(std::string_view phase);
 
 struct Record {
     std::string id;  // UUID (v4), one per operation
@@ -84,13 +69,14 @@ struct Loaded {
     std::string reason;  // when corrupt
 };
 
+// `journal.json` in the state directory (statedir::entry::journal).
 class Journal {
   public:
-    // Opens (creating when missing) the state directory, an absolute path.
-    [[nodiscard]] static Result<Journal> open(const std::string& state_dir);
+    explicit Journal(statedir::StateDir state) : state_(std::move(state)) {}
 
-    const std::string& dir() const { return dir_; }
-    int dir_fd() const { return fd_.get(); }
+    const statedir::StateDir& state() const { return state_; }
+    const std::string& dir() const { return state_.path(); }
+    int dir_fd() const { return state_.fd(); }
 
     // absent, ok, or corrupt (unparsable, larger than 64 KiB, not a regular file).
     [[nodiscard]] Result<Loaded> load() const;
@@ -103,8 +89,7 @@ class Journal {
     [[nodiscard]] Result<std::string> move_aside();
 
   private:
-    std::string dir_;
-    UniqueFd fd_;
+    statedir::StateDir state_;
 };
 
 }  // namespace myr::journal

@@ -100,37 +100,8 @@ void log_recovery(const Recovery& r) {
 
 }  // namespace
 
-Result<int> clear_spool(const Journal& journal) {
-    auto st = fsx::stat_at(journal.dir_fd(), "spool");
-    if (!st) return st.fail("spool");
-    if (!st->has_value()) return 0;
-    if (!S_ISDIR((*st)->st_mode)) {
-        MYR_TRY(fsx::remove_tree_at(journal.dir_fd(), "spool"), "remove spool");
-        return 1;
-    }
-    auto dir = fsx::open_dir_at(journal.dir_fd(), "spool");
-    if (!dir) return dir.fail("open spool");
-    auto names = fsx::list_dir(dir->get());
-    if (!names) return names.fail("list spool");
-    int removed = 0;
-    for (const std::string& n : *names) {
-        MYR_TRY(fault::point("recover.spool.before"), "recover");
-        // As for .staging: a download that cannot be removed must not stop the start.
-        if (auto rm = fsx::remove_tree_at(dir->get(), n); !rm) {
-            std::string why = rm.error().message();
-            if (why.size() > 300) why = why.substr(0, 300) + "…";
-            log::warn("cannot remove a spool leftover; leaving it",
-                      {{"path", "spool/" + n}, {"error", why}});
-            continue;
-        }
-        ++removed;
-        MYR_TRY(fault::point("recover.spool.after"), "recover");
-    }
-    if (removed > 0) MYR_TRY(fsx::fsync_dir(dir->get()), "sync spool");
-    return removed;
-}
-
-Result<Recovery> recover(const store::Volume& vol, Journal& journal) {
+Result<Recovery> recover(const store::Volume& vol, Journal& journal,
+                         const ClearSpool& clear_spool) {
     Recovery out;
     auto loaded = journal.load();
     if (!loaded) return loaded.fail("recover");
@@ -182,7 +153,7 @@ Result<Recovery> recover(const store::Volume& vol, Journal& journal) {
     // At every start, not only after an interrupted update: a crash after an install's commit
     // (journal already cleared) can leave the downloaded artifact behind, and no download runs
     // before recovery, so nothing in the spool is in use.
-    auto spool = clear_spool(journal);
+    auto spool = clear_spool();
     if (!spool) return spool.fail("recover");
     out.spool_removed = *spool;
     // Last, so that a crash anywhere above repeats the whole recovery at the next start.

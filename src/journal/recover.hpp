@@ -2,6 +2,7 @@
 // the child starts. See the table at the top of journal.hpp.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -25,17 +26,17 @@ struct Recovery {
     int spool_removed = 0;            // spool entries removed
 };
 
+// Empties the downloader's spool and returns how many entries went (download::clear_spool in the
+// product). The downloader owns the spool; recovery only decides when it is emptied.
+using ClearSpool = std::function<Result<int>()>;
+
 // Puts the volume back in a known state after an interrupted operation, idempotently: a crash
 // during recovery is recovered by the next start (the journal is removed last). Always removes
 // leftovers in .staging/ and temp files (`.<name>.tmp-XXXXXX`) in the install directory, its
-// version directories and the state directory. Logs what it did, in one line. Fault points
-// `recover.*` via the store and journal points it uses.
-[[nodiscard]] Result<Recovery> recover(const store::Volume& vol, Journal& journal);
-
-// Empties `<stateDir>/spool/` (what cannot be removed is logged and left). Downloads of an
-// interrupted update are discarded with it (volume.md), and the installer empties it after each
-// install: the spool holds only the artifact of the install in progress. Returns how many entries
-// were removed. Fault points `recover.spool.before`/`.after`.
-[[nodiscard]] Result<int> clear_spool(const Journal& journal);
+// version directories and the state directory, and empties the spool (`clear_spool`): no
+// download runs before recovery, so nothing there is in use. Logs what it did, in one line. Fault
+// points `recover.*` via the store and journal points it uses.
+[[nodiscard]] Result<Recovery> recover(const store::Volume& vol, Journal& journal,
+                                       const ClearSpool& clear_spool);
 
 }  // namespace myr::journal

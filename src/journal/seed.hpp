@@ -41,7 +41,9 @@ struct SeedOutcome {
                                        const SeedInput& in);
 
 // A rollback as one journaled operation (op rollback): `current` goes to the active marker's
-// previousVersion. The installer, which journals its own states, calls store::rollback instead.
+// previousVersion. The installer does not call it: it journals its own rolling-back phase (op
+// update) and points `current` back at the `from` it journaled (store::switch_current, through
+// update::VolumeOps::switch_back), so that recovery and the rollback agree on the version.
 [[nodiscard]] Result<std::string> rollback(const store::Volume& vol, Journal& journal);
 
 // GC protecting whatever the journal names; refuses to run while the journal cannot be parsed.

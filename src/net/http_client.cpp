@@ -217,6 +217,7 @@ HttpClient::HttpClient(uv_loop_t* loop, loop::Scheduler& sched, HttpRequest requ
                        HttpOptions options, Handlers handlers)
     : impl_(new Impl(loop, sched, std::move(request), std::move(options), std::move(handlers))) {}
 HttpClient::~HttpClient() {
+    impl_->cancel();
     delete impl_;
 }
 void HttpClient::start() {

@@ -13,10 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/url.hpp"
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "core/url.hpp"
 #include "loop/scheduler.hpp"
+#include "loop/step.hpp"
 #include "net/http_response.hpp"
 
 namespace myr::net {
@@ -45,7 +46,8 @@ struct HttpResponse {
     std::string body;  // the body when no on_body handler was given (bounded by max_body)
 };
 
-class HttpClient {
+// A request in flight is a loop::Step: destroying the client cancels it (on_done does not run).
+class HttpClient final : public loop::Step {
   public:
     struct Handlers {
         // Optional: the head arrived. A failure aborts the request with that error.
@@ -58,7 +60,7 @@ class HttpClient {
 
     HttpClient(uv_loop_t* loop, loop::Scheduler& sched, HttpRequest request, HttpOptions options,
                Handlers handlers);
-    ~HttpClient();
+    ~HttpClient() override;
     HttpClient(const HttpClient&) = delete;
     HttpClient& operator=(const HttpClient&) = delete;
 

@@ -58,7 +58,7 @@ inline constexpr Duration kMaxRetryAfter = std::chrono::hours(1);
 inline constexpr Duration kMaxHeartbeat = std::chrono::hours(24);
 
 struct AgentOptions {
-    std::string state_dir;               // holds instance_uid (must exist)
+    statedir::StateDir state_dir;        // holds instance_uid (the one the runtime opened)
     std::string supervisor_storage_dir;  // holds persistent_state.yaml ("" = not watched)
     std::string host_name;               // already resolved (resolve_host_name)
     std::string service_version;         // the updater's version

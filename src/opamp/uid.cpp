@@ -61,31 +61,29 @@ Result<Uid> uid_from_bytes(std::string_view bytes) {
     return u;
 }
 
-Status store_instance_uid(const std::string& state_dir, const Uid& uid) {
-    auto dir = fsx::open_dir(state_dir);
-    if (!dir) return dir.fail("store instance uid: " + state_dir);
-    MYR_TRY(fsx::write_file_atomic(dir->get(), kInstanceUidFile, uid_to_text(uid) + "\n", 0600),
-            "store instance uid: " + state_dir + "/" + kInstanceUidFile);
+Status store_instance_uid(const statedir::StateDir& state, const Uid& uid) {
+    const char* name = statedir::entry::instance_uid;
+    MYR_TRY(fsx::write_file_atomic(state.fd(), name, uid_to_text(uid) + "\n", 0600),
+            "store instance uid: " + state.path_of(name));
     return {};
 }
 
-Result<Uid> load_or_create_instance_uid(const std::string& state_dir, WallTime now) {
-    const std::string path = state_dir + "/" + kInstanceUidFile;
-    auto dir = fsx::open_dir(state_dir);
-    if (!dir) return dir.fail("instance uid: " + state_dir);
-    auto exists = fsx::exists_at(dir->get(), kInstanceUidFile);
+Result<Uid> load_or_create_instance_uid(const statedir::StateDir& state, WallTime now) {
+    const char* name = statedir::entry::instance_uid;
+    const std::string path = state.path_of(name);
+    auto exists = fsx::exists_at(state.fd(), name);
     if (!exists) return exists.fail("instance uid: " + path);
     if (*exists) {
-        auto text = fsx::read_file_at(dir->get(), kInstanceUidFile, 256);
+        auto text = fsx::read_file_at(state.fd(), name, 256);
         if (!text) {
             // A FIFO, a directory, a symlink (never followed) or an oversized file: moved aside,
             // not deleted, for whoever looks later. A new identity beats an agent that never
             // starts, as for journal.json.
-            std::string aside = std::string(kInstanceUidFile) + ".damaged-" +
-                                std::to_string(now.time_since_epoch().count());
-            MYR_TRY(fsx::rename_at(dir->get(), kInstanceUidFile, dir->get(), aside, true),
+            std::string aside =
+                std::string(name) + ".damaged-" + std::to_string(now.time_since_epoch().count());
+            MYR_TRY(fsx::rename_at(state.fd(), name, state.fd(), aside, true),
                     "instance uid: move " + path + " aside");
-            MYR_TRY(fsx::fsync_dir(dir->get()), "instance uid: move " + path + " aside");
+            MYR_TRY(fsx::fsync_dir(state.fd()), "instance uid: move " + path + " aside");
             log::warn(
                 "instance uid file is not a readable regular file; moved aside, creating a "
                 "new identity",
@@ -98,7 +96,7 @@ Result<Uid> load_or_create_instance_uid(const std::string& state_dir, WallTime n
         }
     }
     Uid uid = new_uuid_v7(now);
-    MYR_TRY(store_instance_uid(state_dir, uid), "instance uid");
+    MYR_TRY(store_instance_uid(state, uid), "instance uid");
     log::info("created instance uid", {{"instance_uid", uid_to_text(uid)}, {"path", path}});
     return uid;
 }

@@ -8,6 +8,7 @@
 
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "statedir/state_dir.hpp"
 
 namespace myr::opamp {
 
@@ -26,14 +27,14 @@ std::string uid_bytes(const Uid& uid);
 // 16 raw bytes to a Uid; other lengths are an error.
 [[nodiscard]] Result<Uid> uid_from_bytes(std::string_view bytes);
 
-// The updater's own instance UID, kept as canonical text in `<state_dir>/instance_uid`.
-// load_or_create() reads it, or creates it once (UUIDv7) and stores it durably; a file that is not
-// a UUID is replaced by a new one with a warning, so a damaged file never stops the updater.
-// store() replaces it (a server-assigned new_instance_uid). Both write with fsx::write_file_atomic:
-// temp file O_EXCL 0600, fsync, rename, fsync of the directory. `state_dir` must exist.
-[[nodiscard]] Result<Uid> load_or_create_instance_uid(const std::string& state_dir, WallTime now);
-[[nodiscard]] Status store_instance_uid(const std::string& state_dir, const Uid& uid);
-
-inline constexpr const char* kInstanceUidFile = "instance_uid";
+// The updater's own instance UID, kept as canonical text in the state directory
+// (statedir::entry::instance_uid). load_or_create() reads it, or creates it once (UUIDv7) and
+// stores it durably; a file that is not a UUID is replaced by a new one with a warning, so a
+// damaged file never stops the updater. store() replaces it (a server-assigned new_instance_uid).
+// Both write with fsx::write_file_atomic: temp file O_EXCL 0600, fsync, rename, fsync of the
+// directory.
+[[nodiscard]] Result<Uid> load_or_create_instance_uid(const statedir::StateDir& state,
+                                                      WallTime now);
+[[nodiscard]] Status store_instance_uid(const statedir::StateDir& state, const Uid& uid);
 
 }  // namespace myr::opamp

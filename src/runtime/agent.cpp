@@ -6,12 +6,13 @@ namespace myr::runtime {
 
 Result<std::unique_ptr<opamp::Agent>> make_agent(uv_loop_t* loop, loop::Scheduler& sched,
                                                  const config::Config& cfg,
+                                                 const statedir::StateDir& state,
                                                  std::string service_version,
                                                  opamp::StatusProvider& status,
                                                  opamp::PackageHandler& packages) {
     if (!cfg.server.endpoint) return fail("opamp agent: server.endpoint is not set");
     opamp::AgentOptions o;
-    o.state_dir = cfg.collector.state_dir;
+    o.state_dir = state;
     o.supervisor_storage_dir = cfg.supervisor.storage_dir;
     o.host_name = opamp::resolve_host_name(cfg.server.host_name);
     o.service_version = std::move(service_version);

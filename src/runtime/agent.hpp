@@ -10,14 +10,17 @@
 #include "config/config.hpp"
 #include "loop/scheduler.hpp"
 #include "opamp/agent.hpp"
+#include "statedir/state_dir.hpp"
 
 namespace myr::runtime {
 
-// An Agent for `cfg` (server.*, collector.stateDir, supervisor.storageDir) on `loop` and `sched`,
-// with the WebSocket transport. `status` and `packages` must outlive it. Fails when
-// server.endpoint is missing or the instance uid cannot be loaded or created.
+// An Agent for `cfg` (server.*, supervisor.storageDir) on `loop` and `sched`, with the WebSocket
+// transport, keeping its instance uid in `state` (collector.stateDir, opened at recovery).
+// `status` and `packages` must outlive it. Fails when server.endpoint is missing or the instance
+// uid cannot be loaded or created.
 [[nodiscard]] Result<std::unique_ptr<opamp::Agent>> make_agent(
-    uv_loop_t* loop, loop::Scheduler& sched, const config::Config& cfg, std::string service_version,
-    opamp::StatusProvider& status, opamp::PackageHandler& packages);
+    uv_loop_t* loop, loop::Scheduler& sched, const config::Config& cfg,
+    const statedir::StateDir& state, std::string service_version, opamp::StatusProvider& status,
+    opamp::PackageHandler& packages);
 
 }  // namespace myr::runtime

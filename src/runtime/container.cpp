@@ -51,9 +51,10 @@ download::UrlPolicy url_policy(const config::Config& cfg) {
     return p;
 }
 
-download::DownloaderOptions downloader_options(const config::Config& cfg) {
+download::DownloaderOptions downloader_options(const config::Config& cfg,
+                                               const statedir::StateDir& state) {
     download::DownloaderOptions o;
-    o.state_dir = cfg.collector.state_dir;
+    o.state_dir = state;
     o.policy = url_policy(cfg);
     o.ca_file = cfg.server.ca_file;
     o.allow_insecure_transport = cfg.server.allow_insecure_transport;
@@ -97,13 +98,6 @@ ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, 
               return child_.describe() + "; " + installer_->describe();
           }),
       status_(sched_, child_),
-      downloader_(loop.get(), sched_, downloader_options(cfg)),
-      fetcher_(downloader_,
-               [policy = url_policy(cfg)](const std::string& url) -> Status {
-                   auto checked = download::check_download_url(url, policy);
-                   if (!checked) return checked.fail();
-                   return {};
-               }),
       preflight_(reaper_, sched_),
       verifier_(sched_, cfg.update.trusted_root_file, signer(cfg)),
       health_probe_(loop.get(), sched_),
@@ -203,8 +197,10 @@ service::CriticalSection* ContainerRuntime::start_installer() {
     volume_ops_ = std::make_unique<update::StoreVolumeOps>(sched_, vol, j,
                                                            cfg_.collector.keep_versions);
     stager_ = std::make_unique<ExtractStager>(sched_, vol, extract_limits(cfg_));
-    update::Ports ports{fetcher_,   verifier_,     *stager_,      preflight_,
-                        child_,     *volume_ops_,  health_probe_};
+    downloader_ = std::make_unique<download::HttpDownloader>(
+        loop_.get(), sched_, downloader_options(cfg_, volume_->state));
+    update::Ports ports{*downloader_, verifier_,    *stager_,     preflight_,
+                        child_,       *volume_ops_, health_probe_};
     installer_ = std::make_unique<update::Installer>(
         sched_, ports, update_settings(cfg_), [this, image = seeded.image_version] {
             status_.set_versions({image, installer_->active_version(), ""});
@@ -227,7 +223,8 @@ service::CriticalSection* ContainerRuntime::start_installer() {
 
 // The updater's own OpAMP agent. Versions and health come from seeding and the child (status_).
 void ContainerRuntime::start_agent() {
-    auto agent = make_agent(loop_.get(), sched_, cfg_, version_, status_, *packages_);
+    auto agent =
+        make_agent(loop_.get(), sched_, cfg_, volume_->state, version_, status_, *packages_);
     if (!agent) {
         // The collector keeps running without the fleet server: losing the connection must
         // never cost the site its telemetry.

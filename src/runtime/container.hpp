@@ -26,11 +26,11 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "download/http_downloader.hpp"
 #include "health/probe_server.hpp"
 #include "health/probes.hpp"
 #include "journal/seed.hpp"
 #include "loop/loop.hpp"
-#include "download/http_downloader.hpp"
 #include "loop/uv_scheduler.hpp"
 #include "opamp/agent.hpp"
 #include "opamp/providers.hpp"
@@ -43,6 +43,7 @@
 #include "runtime/update_seams.hpp"
 #include "service/child_service.hpp"
 #include "service/service_controller.hpp"
+#include "stage/preflight.hpp"
 #include "update/installer.hpp"
 #include "update/volume_ops.hpp"
 
@@ -84,11 +85,11 @@ class ContainerRuntime {
     journal::SeedInput seed_input_;
     std::optional<journal::SeedOutcome> seeded_;
     CollectorStatus status_;
-    // The installer's ports. The stager works on the volume, so it is made with the installer.
-    download::HttpDownloader downloader_;
-    DownloaderFetcher fetcher_;
+    // The installer's ports. The downloader and the stager work on the state directory and the
+    // volume, so they are made with the installer.
+    std::unique_ptr<download::HttpDownloader> downloader_;
     std::unique_ptr<ExtractStager> stager_;
-    SeamPreflighter preflight_;
+    stage::ReaperPreflighter preflight_;
     SigstoreVerifier verifier_;
     HttpHealthProbe health_probe_;
     // Built once the volume is recovered and seeded (they work on it).

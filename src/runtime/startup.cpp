@@ -2,6 +2,7 @@
 
 #include "core/log.hpp"
 #include "core/time.hpp"
+#include "download/spool.hpp"
 #include "update/state_files.hpp"
 
 namespace myr::runtime {
@@ -12,15 +13,16 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
                                       const std::string& state_dir) {
     auto vol = store::Volume::open(install_dir, binary);
     if (!vol) return vol.fail("volume " + install_dir);
-    auto j = journal::Journal::open(state_dir);
-    if (!j) return j.fail("state directory " + state_dir);
-    auto opened = std::make_shared<OpenVolume>(
-        OpenVolume{std::move(vol.value()), std::move(j.value()), std::nullopt, std::nullopt});
-    auto rec = journal::recover(opened->store, opened->journal);
+    auto state = statedir::StateDir::open(state_dir);
+    if (!state) return state.fail();
+    auto opened = std::make_shared<OpenVolume>(OpenVolume{
+        std::move(vol.value()), *state, journal::Journal(*state), std::nullopt, std::nullopt});
+    auto rec = journal::recover(opened->store, opened->journal,
+                                [&state = opened->state] { return download::clear_spool(state); });
     if (!rec) return rec.fail("recovery");
     // An update that recovery undid is the last attempt's outcome; losing that record costs only
     // the "failed before" rule, so it does not stop the start.
-    auto att = update::record_recovery(opened->journal, *rec, format_rfc3339(wall_now()));
+    auto att = update::record_recovery(opened->state, *rec, format_rfc3339(wall_now()));
     if (!att) {
         log::warn("recovery: last attempt not recorded", {{"error", att.error().message()}});
     } else if (att->has_value()) {
@@ -28,7 +30,7 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
                   {{"version", (*att)->version}, {"reason", (*att)->reason}});
         opened->interrupted = **att;
     }
-    if (auto in = update::load_installed(opened->journal); !in) {
+    if (auto in = update::load_installed(opened->state); !in) {
         log::warn("packages.json ignored", {{"error", in.error().message()}});
     } else {
         opened->installed = *in;

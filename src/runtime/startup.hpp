@@ -16,6 +16,7 @@
 #include "journal/seed.hpp"
 #include "loop/scheduler.hpp"
 #include "proc/reaper.hpp"
+#include "statedir/state_dir.hpp"
 #include "store/volume.hpp"
 #include "update/state_files.hpp"
 
@@ -28,6 +29,9 @@ inline constexpr Duration kSeedVersionTimeout = std::chrono::seconds(30);
 // running when a TERM has ended the loop and the runtime is gone.
 struct OpenVolume {
     store::Volume store;
+    // The state directory, opened once here; the journal, the state files, the spool and the
+    // instance uid all live in it.
+    statedir::StateDir state;
     journal::Journal journal;
     // packages.json as found at start: the statuses of the last offer and what it installed.
     std::optional<update::Installed> installed;

@@ -3,22 +3,11 @@
 #include <optional>
 
 #include "hash/sha256.hpp"
+#include "loop/step.hpp"
 #include "net/http_client.hpp"
-#include "update/job.hpp"
 
 namespace myr::runtime {
 namespace {
-
-class ClientStep : public update::Step {
-  public:
-    explicit ClientStep(std::unique_ptr<net::HttpClient> c) : client_(std::move(c)) {}
-    ~ClientStep() override {
-        if (client_) client_->cancel();
-    }
-
-  private:
-    std::unique_ptr<net::HttpClient> client_;
-};
 
 Result<update::Verifier::Verified> check(const std::string& root_file,
                                          const verify::Identity& identity,
@@ -54,12 +43,12 @@ std::unique_ptr<update::Step> HttpHealthProbe::get(const Url& url, Duration time
     auto client = std::make_unique<net::HttpClient>(loop_, sched_, std::move(req), opts,
                                                     std::move(h));
     client->start();
-    return std::make_unique<ClientStep>(std::move(client));
+    return client;
 }
 
 std::unique_ptr<update::Step> SigstoreVerifier::verify(Request request,
                                                        update::Callback<Verified> done) {
-    return update::post_job<Verified>(
+    return loop::post_job<Verified>(
         sched_, "signature check",
         [request = std::move(request), root_file = root_file_, identity = identity_] {
             return check(root_file, identity, request);

@@ -5,20 +5,11 @@
 #include <optional>
 
 #include "core/fd.hpp"
+#include "loop/step.hpp"
 #include "store/activate.hpp"
-#include "update/job.hpp"
 
 namespace myr::runtime {
 namespace {
-
-template <class T>
-class Holder : public update::Step {
-  public:
-    explicit Holder(std::unique_ptr<T> p) : p_(std::move(p)) {}
-
-  private:
-    std::unique_ptr<T> p_;  // its destructor cancels
-};
 
 Result<update::Stager::Staged> extract(const store::Volume& vol, const std::string& archive,
                                        const stage::ExtractLimits& limits) {
@@ -43,27 +34,14 @@ Result<update::Stager::Staged> extract(const store::Volume& vol, const std::stri
 
 }  // namespace
 
-std::unique_ptr<update::Step> DownloaderFetcher::fetch(download::Request request,
-                                                       download::Downloader::Handlers handlers) {
-    return std::make_unique<Holder<download::Download>>(
-        downloader_.start(std::move(request), std::move(handlers)));
-}
-
 std::unique_ptr<update::Step> ExtractStager::stage(std::string archive_path,
                                                    update::Callback<Staged> done) {
-    return update::post_job<Staged>(
+    return loop::post_job<Staged>(
         sched_, "staging",
         [vol = vol_, archive_path = std::move(archive_path), limits = limits_] {
             return extract(*vol, archive_path, limits);
         },
         std::move(done));
-}
-
-std::unique_ptr<update::Step> SeamPreflighter::run(stage::PreflightRequest request,
-                                                   update::Callback<stage::PreflightReport> done) {
-    return std::make_unique<Holder<stage::Preflight>>(stage::start_preflight(
-        reaper_, sched_, std::move(request),
-        [done = std::move(done)](Result<stage::PreflightReport> r) { done(std::move(r)); }));
 }
 
 }  // namespace myr::runtime

@@ -1,35 +1,17 @@
-// The installer's ports over the seams of the download and staging modules
-// (download/downloader.hpp, stage/extract.hpp, stage/preflight.hpp): the container runtime plugs
-// the real downloader, extraction and preflight into the installer through these.
+// The installer's Stager over the staging module's extraction (stage/extract.hpp), which blocks
+// and knows nothing of the store: this port runs it on the work queue into the store's staging.
+// The downloader and the preflight need no adapter: they are ports of their own modules.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 
-#include "download/downloader.hpp"
 #include "loop/scheduler.hpp"
 #include "stage/extract.hpp"
-#include "stage/preflight.hpp"
 #include "store/volume.hpp"
 #include "update/ports.hpp"
 
 namespace myr::runtime {
-
-// The downloader, with its URL policy passed in (the downloader owns the rule; the seam does not
-// expose it as a call of its own yet).
-class DownloaderFetcher : public update::Fetcher {
-  public:
-    DownloaderFetcher(download::Downloader& d, std::function<Status(const std::string&)> policy)
-        : downloader_(d), policy_(std::move(policy)) {}
-    Status check_url(const std::string& url) const override { return policy_(url); }
-    std::unique_ptr<update::Step> fetch(download::Request request,
-                                        download::Downloader::Handlers handlers) override;
-
-  private:
-    download::Downloader& downloader_;
-    std::function<Status(const std::string&)> policy_;
-};
 
 // stage::extract_binary on the work queue, into a fresh `.staging/<id>/` of the store (removed
 // again when the extraction fails).
@@ -45,18 +27,6 @@ class ExtractStager : public update::Stager {
     loop::Scheduler& sched_;
     std::shared_ptr<store::Volume> vol_;
     stage::ExtractLimits limits_;
-};
-
-class SeamPreflighter : public update::Preflighter {
-  public:
-    SeamPreflighter(proc::Reaper& reaper, loop::Scheduler& sched)
-        : reaper_(reaper), sched_(sched) {}
-    std::unique_ptr<update::Step> run(stage::PreflightRequest request,
-                                      update::Callback<stage::PreflightReport> done) override;
-
-  private:
-    proc::Reaper& reaper_;
-    loop::Scheduler& sched_;
 };
 
 }  // namespace myr::runtime

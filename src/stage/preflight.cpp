@@ -66,7 +66,7 @@ std::string canonical(const std::string& v) {
     return p ? version::to_string(*p) : v;
 }
 
-class RunningPreflight final : public Preflight {
+class RunningPreflight final : public loop::Step {
   public:
     RunningPreflight(proc::Reaper& reaper, loop::Scheduler& sched, PreflightRequest req,
                      PreflightDone done)
@@ -199,9 +199,9 @@ class RunningPreflight final : public Preflight {
 
 }  // namespace
 
-std::unique_ptr<Preflight> start_preflight(proc::Reaper& reaper, loop::Scheduler& sched,
-                                           PreflightRequest request, PreflightDone done) {
-    auto p = std::make_unique<RunningPreflight>(reaper, sched, std::move(request), std::move(done));
+std::unique_ptr<loop::Step> ReaperPreflighter::run(PreflightRequest request, PreflightDone done) {
+    auto p =
+        std::make_unique<RunningPreflight>(reaper_, sched_, std::move(request), std::move(done));
     p->start();
     return p;
 }

@@ -12,6 +12,14 @@
 
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "loop/step.hpp"
+
+namespace myr::proc {
+class Reaper;
+}
+namespace myr::loop {
+class Scheduler;
+}
 
 namespace myr::stage {
 
@@ -31,33 +39,32 @@ struct PreflightReport {
     Duration validate_time{};
 };
 
-class Preflight {
-  public:
-    // Destroying a running preflight kills its process group; no callback runs afterwards.
-    virtual ~Preflight() = default;
-};
-
 // Errors: Errc::process with the last lines of output ("validate exited 1: ...last lines..."),
 // Errc::timeout, Errc::invalid when --version names another version. `done` runs exactly once on
-// a later loop turn unless the Preflight is destroyed first.
+// a later loop turn unless the Step is destroyed first.
 using PreflightDone = std::function<void(Result<PreflightReport>)>;
 
-}  // namespace myr::stage
+// The port the installer runs a staged binary through (its `preflight`). Destroying the returned
+// Step kills the running process group; no callback runs afterwards.
+class Preflighter {
+  public:
+    virtual ~Preflighter() = default;
+    [[nodiscard]] virtual std::unique_ptr<loop::Step> run(PreflightRequest request,
+                                                          PreflightDone done) = 0;
+};
 
-namespace myr::proc {
-class Reaper;
-}
-namespace myr::loop {
-class Scheduler;
-}
+// The real one: `--version`, then the validate command, through the Reaper (peak memory comes
+// from the child's rusage), on the loop.
+class ReaperPreflighter final : public Preflighter {
+  public:
+    ReaperPreflighter(proc::Reaper& reaper, loop::Scheduler& sched)
+        : reaper_(reaper), sched_(sched) {}
+    [[nodiscard]] std::unique_ptr<loop::Step> run(PreflightRequest request,
+                                                  PreflightDone done) override;
 
-namespace myr::stage {
-
-// Runs `--version`, then the validate command. The real Reaper runs them (peak memory comes from
-// the child's rusage).
-[[nodiscard]] std::unique_ptr<Preflight> start_preflight(proc::Reaper& reaper,
-                                                         loop::Scheduler& sched,
-                                                         PreflightRequest request,
-                                                         PreflightDone done);
+  private:
+    proc::Reaper& reaper_;
+    loop::Scheduler& sched_;
+};
 
 }  // namespace myr::stage

@@ -88,9 +88,9 @@ namespace myr::store {
 // without hashing the active binary (a rollback is wanted precisely when the active one is bad).
 [[nodiscard]] Result<std::string> rollback_target(const Volume& vol);
 
-// Switches `current` to the active marker's previousVersion, which must be intact; returns that
-// version. journal::rollback wraps it as one journaled operation. (The installer does not call it:
-// it switches back to the version it replaced with switch_current.) Fault points
+// The switch of journal::rollback (which journals around it): points `current` at the active
+// marker's previousVersion, which must be intact. The installer switches back with
+// switch_current to the version it journaled as `from` instead. Returns that version. Fault points
 // `store.rollback.switch.before`/`.after`.
 [[nodiscard]] Result<std::string> rollback(const Volume& vol);
 

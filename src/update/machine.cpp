@@ -2,8 +2,6 @@
 
 #include <array>
 
-#include "journal/journal.hpp"
-
 namespace myr::update {
 namespace {
 
@@ -94,29 +92,28 @@ constexpr Transition kTable[] = {
 };
 
 struct Traits {
-    const char* name;
-    std::string_view phase;  // "" = not journaled
+    const char* name;  // also the journal phase of a journaled state: keep it stable
+    bool journaled;
     bool critical;
-    Recovery recovery;
 };
 
 // Indexed by State; the static_assert below keeps it in step with the enum.
 constexpr std::array<Traits, kStateCount> kTraits = {{
-    // name               journal phase                      critical  recovery
-    {"idle",              "",                                false,    Recovery::none},
-    {"checking",          "",                                false,    Recovery::none},
-    {"downloading",       journal::phase::downloading,       false,    Recovery::discard},
-    {"verifying",         journal::phase::verifying,         false,    Recovery::discard},
-    {"staging",           journal::phase::staging,           false,    Recovery::discard},
-    {"preflight",         journal::phase::preflight,         false,    Recovery::discard},
-    {"stopping",          journal::phase::stopping,          true,     Recovery::discard},
-    {"swapping",          journal::phase::swapping,          true,     Recovery::switch_back},
-    {"starting",          journal::phase::starting,          true,     Recovery::switch_back},
-    {"health-checking",   journal::phase::health_checking,   true,     Recovery::switch_back},
-    {"committed",         "",                                true,     Recovery::none},
-    {"failed",            "",                                false,    Recovery::none},
-    {"rolling-back",      journal::phase::rolling_back,      true,     Recovery::switch_back},
-    {"rolled-back",       "",                                true,     Recovery::none},
+    // name               journaled  critical
+    {"idle",              false,     false},
+    {"checking",          false,     false},
+    {"downloading",       true,      false},
+    {"verifying",         true,      false},
+    {"staging",           true,      false},
+    {"preflight",         true,      false},
+    {"stopping",          true,      true},
+    {"swapping",          true,      true},
+    {"starting",          true,      true},
+    {"health-checking",   true,      true},
+    {"committed",         false,     true},
+    {"failed",            false,     false},
+    {"rolling-back",      true,      true},
+    {"rolled-back",       false,     true},
 }};
 // clang-format on
 static_assert(static_cast<size_t>(State::rolled_back) + 1 == kStateCount);
@@ -152,20 +149,8 @@ const char* to_string(Event e) {
     return "?";
 }
 
-const char* to_string(Recovery r) {
-    switch (r) {
-        case Recovery::none:
-            return "none";
-        case Recovery::discard:
-            return "discard";
-        case Recovery::switch_back:
-            return "switch-back";
-    }
-    return "?";
-}
-
 bool journaled(State s) {
-    return !traits(s).phase.empty();
+    return traits(s).journaled;
 }
 
 bool critical(State s) {
@@ -173,18 +158,7 @@ bool critical(State s) {
 }
 
 std::string_view phase(State s) {
-    return traits(s).phase;
-}
-
-Recovery recovery(State s) {
-    return traits(s).recovery;
-}
-
-Recovery recovery_of_phase(std::string_view ph) {
-    for (const Traits& t : kTraits) {
-        if (!t.phase.empty() && t.phase == ph) return t.recovery;
-    }
-    return Recovery::switch_back;
+    return traits(s).journaled ? traits(s).name : "";
 }
 
 Result<State> next(State from, Event ev) {

@@ -1,7 +1,11 @@
 // The installer's state machine as data (design/update.md; style.md: Mender's table, dinit's enum).
 //
-// States, the journal phase each journaled one writes before its work, and what a crash while in
-// it leaves behind (recovery at the next start reads the phase; journal/recover.cpp acts on it):
+// States, whether each writes the journal before its work (J: op update, its name as the phase),
+// and what a crash while in it leaves behind. Recovery at the next start (journal/recover.cpp)
+// needs no phase for that: for op update it always points `current` back at the journal's `from`,
+// which before the switch is where it still points. The phase is for people (the log, the
+// "interrupted while <phase>" reason) and names the crash matrix's fault points
+// (`update.<phase>.before`/`.after`, docs/volume.md):
 //
 // clang-format off
 //   state           J  critical  work (one asynchronous step)           a crash here leaves
@@ -73,20 +77,9 @@ bool journaled(State s);
 // The critical section (stopping … committed/rolled_back): the child is down or unproven,
 // /readyz says why, and a shutdown waits for its end instead of cancelling.
 bool critical(State s);
-// The journal phase of a journaled state ("" for the others): journal::phase vocabulary.
+// The journal phase of a journaled state, its name ("" for the others). The installer owns this
+// vocabulary; journal/ stores a phase as text and never reads meaning into it.
 std::string_view phase(State s);
-
-// What the next start does with a journal written in a state (journal/recover.cpp implements it).
-enum class Recovery {
-    none,         // not journaled: nothing on the volume to undo
-    discard,      // before the switch: staging and spool cleaned, `current` unchanged
-    switch_back,  // the switch may have happened: `current` back to the journal's `from`
-};
-Recovery recovery(State s);
-// The same for a phase read from a journal: unknown phases switch back (the safe side: an unproven
-// version never stays active).
-Recovery recovery_of_phase(std::string_view phase);
-const char* to_string(Recovery r);
 
 // The transition table. `next == from` means the event is taken note of and the state's step goes
 // on (an offer remembered during an install, a shutdown waiting for the critical section): no

@@ -1,12 +1,14 @@
 // What the installer works with, as interfaces (runtime.md, "How the installer plugs in"): each
 // entry action of the state machine starts one asynchronous step through one of these ports. The
-// container runtime plugs in the real ones (volume_ops.hpp, verifier.hpp and the adapters over the
-// download and stage seams); tests plug in fakes that complete on command on a FakeScheduler.
+// container runtime plugs in the real ones (volume_ops.hpp, the downloader, the preflight over the
+// reaper, and its own adapters for Sigstore, extraction and health); tests plug in fakes that
+// complete on command on a FakeScheduler.
 //
 // Rules every port keeps, so that the installer needs no re-entrancy cases: all calls happen on
 // the loop; every callback runs exactly once, on a later loop turn, never from inside the call;
-// destroying a returned Step cancels it and no callback runs afterwards. Blocking work (hashing,
-// extraction, fsync, rename) runs on the work queue, never on the loop.
+// destroying a returned Step cancels it and no callback runs afterwards (loop::Step). Blocking
+// work (hashing, extraction, fsync, rename) runs on the work queue (loop::post_job), never on the
+// loop.
 //
 // update/ knows no OpAMP type: the runtime's adapter turns PackagesAvailable into an Offer and a
 // Report into PackageStatuses.
@@ -24,6 +26,7 @@
 #include "core/time.hpp"
 #include "core/url.hpp"
 #include "download/downloader.hpp"
+#include "loop/step.hpp"
 #include "stage/preflight.hpp"
 #include "update/outcome.hpp"
 
@@ -33,11 +36,7 @@ template <class T>
 using Callback = std::function<void(Result<T>)>;
 using Done = std::function<void(Status)>;
 
-// A step in flight. Destroying it cancels the step: no callback runs afterwards.
-class Step {
-  public:
-    virtual ~Step() = default;
-};
+using Step = loop::Step;
 
 // ---- What the server offers, and what the installer reports (no OpAMP types) ----
 
@@ -90,15 +89,10 @@ struct Report {
 
 // ---- Ports ----
 
-// The downloader, with the URL policy it owns (allowed prefixes, http only where the endpoint may
-// be insecure). check_url answers at once: Checking calls it before any byte moves.
-class Fetcher {
-  public:
-    virtual ~Fetcher() = default;
-    [[nodiscard]] virtual Status check_url(const std::string& url) const = 0;
-    [[nodiscard]] virtual std::unique_ptr<Step> fetch(download::Request request,
-                                                      download::Downloader::Handlers handlers) = 0;
-};
+// The downloader and the preflight are ports of their own modules, one interface each
+// (download/downloader.hpp, stage/preflight.hpp); the installer calls them under these names.
+using Fetcher = download::Downloader;
+using Preflighter = stage::Preflighter;
 
 // The Sigstore bundle of an artifact, verified offline against update.trustedRootFile and
 // update.signerIdentity (the digest was computed while downloading: it is passed, not recomputed).
@@ -129,14 +123,6 @@ class Stager {
     };
     [[nodiscard]] virtual std::unique_ptr<Step> stage(std::string archive_path,
                                                       Callback<Staged> done) = 0;
-};
-
-// `<staged> --version` and `<staged> <validateArgs>` (stage::start_preflight).
-class Preflighter {
-  public:
-    virtual ~Preflighter() = default;
-    [[nodiscard]] virtual std::unique_ptr<Step> run(stage::PreflightRequest request,
-                                                    Callback<stage::PreflightReport> done) = 0;
 };
 
 // One HTTP GET of a health URL; the answer is the status code (an error when nothing answered).

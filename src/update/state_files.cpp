@@ -58,15 +58,15 @@ std::string to_text(const json::Ptr& root) {
 }
 
 template <class T>
-Result<std::optional<T>> load(const journal::Journal& j, const char* name,
+Result<std::optional<T>> load(const statedir::StateDir& dir, const char* name,
                               Result<T> (*parse)(std::string_view)) {
-    auto st = fsx::stat_at(j.dir_fd(), name);
+    auto st = fsx::stat_at(dir.fd(), name);
     if (!st) return st.fail(name);
     if (!st->has_value()) return std::optional<T>();
-    auto text = fsx::read_file_at(j.dir_fd(), name, kMaxStateFile);
-    if (!text) return text.fail(j.dir() + "/" + name);
+    auto text = fsx::read_file_at(dir.fd(), name, kMaxStateFile);
+    if (!text) return text.fail(dir.path_of(name));
     auto v = parse(*text);
-    if (!v) return v.fail(j.dir() + "/" + name);
+    if (!v) return v.fail(dir.path_of(name));
     return std::optional<T>(std::move(v.value()));
 }
 
@@ -79,6 +79,11 @@ constexpr std::pair<Outcome, const char*> kOutcomes[] = {
     {Outcome::in_progress, "in-progress"},
 };
 // clang-format on
+
+Status store(const statedir::StateDir& dir, const char* name, const std::string& text) {
+    MYR_TRY(fsx::write_file_atomic(dir.fd(), name, text, 0600), "write " + dir.path_of(name));
+    return {};
+}
 
 }  // namespace
 
@@ -125,14 +130,12 @@ Result<Attempt> parse_attempt(std::string_view text) {
     return a;
 }
 
-Result<std::optional<Attempt>> load_attempt(const journal::Journal& j) {
-    return load<Attempt>(j, kLastAttemptFile, &parse_attempt);
+Result<std::optional<Attempt>> load_attempt(const statedir::StateDir& dir) {
+    return load<Attempt>(dir, statedir::entry::last_attempt, &parse_attempt);
 }
 
-Status store_attempt(const journal::Journal& j, const Attempt& a) {
-    MYR_TRY(fsx::write_file_atomic(j.dir_fd(), kLastAttemptFile, render_attempt(a), 0600),
-            "write " + j.dir() + "/" + kLastAttemptFile);
-    return {};
+Status store_attempt(const statedir::StateDir& dir, const Attempt& a) {
+    return store(dir, statedir::entry::last_attempt, render_attempt(a));
 }
 
 std::string render_installed(const Installed& in) {
@@ -233,19 +236,16 @@ Result<Installed> parse_installed(std::string_view text) {
     return in;
 }
 
-Result<std::optional<Installed>> load_installed(const journal::Journal& j) {
-    return load<Installed>(j, kPackagesFile, &parse_installed);
+Result<std::optional<Installed>> load_installed(const statedir::StateDir& dir) {
+    return load<Installed>(dir, statedir::entry::packages, &parse_installed);
 }
 
-Status store_installed(const journal::Journal& j, const Installed& in) {
-    MYR_TRY(fsx::write_file_atomic(j.dir_fd(), kPackagesFile, render_installed(in), 0600),
-            "write " + j.dir() + "/" + kPackagesFile);
-    return {};
+Status store_installed(const statedir::StateDir& dir, const Installed& in) {
+    return store(dir, statedir::entry::packages, render_installed(in));
 }
 
-Result<std::optional<Attempt>> record_recovery(const journal::Journal& j,
-                                               const journal::Recovery& r,
-                                               const std::string& now) {
+Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
+                                               const journal::Recovery& r, const std::string& now) {
     if (!r.update_interrupted || !r.record) return std::optional<Attempt>();
     Attempt a;
     a.version = r.record->to;
@@ -254,12 +254,12 @@ Result<std::optional<Attempt>> record_recovery(const journal::Journal& j,
     a.at = now;
     // The in-progress record names the offer; an unreadable one costs only the "failed before"
     // rule for this offer.
-    if (auto prev = load_attempt(j); prev && prev->has_value() &&
+    if (auto prev = load_attempt(dir); prev && prev->has_value() &&
                                      (*prev)->outcome == Outcome::in_progress &&
                                      (*prev)->version == a.version) {
         a.package_hash_hex = (*prev)->package_hash_hex;
     }
-    MYR_TRY(store_attempt(j, a), "record the interrupted update");
+    MYR_TRY(store_attempt(dir, a), "record the interrupted update");
     return std::optional<Attempt>(a);
 }
 

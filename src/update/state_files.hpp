@@ -16,14 +16,11 @@
 #include <string_view>
 
 #include "core/result.hpp"
-#include "journal/journal.hpp"
 #include "journal/recover.hpp"
+#include "statedir/state_dir.hpp"
 #include "update/ports.hpp"
 
 namespace myr::update {
-
-inline constexpr const char* kLastAttemptFile = "last-attempt.json";
-inline constexpr const char* kPackagesFile = "packages.json";
 
 // The outcome's words in last-attempt.json ("rolled-back", "in-progress", …): the one place they
 // are written and read.
@@ -33,21 +30,21 @@ const char* to_string(Outcome o);
 std::string render_attempt(const Attempt& a);
 [[nodiscard]] Result<Attempt> parse_attempt(std::string_view json);
 // Absent: nullopt. Unparsable: an error saying why.
-[[nodiscard]] Result<std::optional<Attempt>> load_attempt(const journal::Journal& j);
-[[nodiscard]] Status store_attempt(const journal::Journal& j, const Attempt& a);
+[[nodiscard]] Result<std::optional<Attempt>> load_attempt(const statedir::StateDir& dir);
+[[nodiscard]] Status store_attempt(const statedir::StateDir& dir, const Attempt& a);
 
 // packages.json: what the last offer came to, read back at start so that the first report after a
 // restart says it again and the same offer is not taken up again (the struct: ports.hpp). Hashes
 // as lower-case hex.
 std::string render_installed(const Installed& in);
 [[nodiscard]] Result<Installed> parse_installed(std::string_view json);
-[[nodiscard]] Result<std::optional<Installed>> load_installed(const journal::Journal& j);
-[[nodiscard]] Status store_installed(const journal::Journal& j, const Installed& in);
+[[nodiscard]] Result<std::optional<Installed>> load_installed(const statedir::StateDir& dir);
+[[nodiscard]] Status store_installed(const statedir::StateDir& dir, const Installed& in);
 
 // After journal::recover: an update that recovery undid is recorded as "interrupted" in
 // last-attempt.json (keeping the package hash of the "in-progress" record, so that the same offer
 // is not tried again on its own), with what recovery did. Returns the attempt written, if any.
-[[nodiscard]] Result<std::optional<Attempt>> record_recovery(const journal::Journal& j,
+[[nodiscard]] Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
                                                              const journal::Recovery& r,
                                                              const std::string& now_rfc3339);
 

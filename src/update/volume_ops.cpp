@@ -3,10 +3,10 @@
 #include "core/fault.hpp"
 #include "core/log.hpp"
 #include "core/time.hpp"
-#include "journal/recover.hpp"
+#include "download/spool.hpp"
 #include "journal/seed.hpp"
+#include "loop/step.hpp"
 #include "store/activate.hpp"
-#include "update/job.hpp"
 #include "update/state_files.hpp"
 
 namespace myr::update {
@@ -20,7 +20,7 @@ StoreVolumeOps::StoreVolumeOps(loop::Scheduler& sched, std::shared_ptr<store::Vo
 
 template <class T>
 std::unique_ptr<Step> StoreVolumeOps::run(std::function<Result<T>()> work, Callback<T> done) {
-    return post_job<T>(sched_, "volume", std::move(work), std::move(done));
+    return loop::post_job<T>(sched_, "volume", std::move(work), std::move(done));
 }
 
 std::unique_ptr<Step> StoreVolumeOps::inspect(Callback<Inspection> done) {
@@ -34,7 +34,7 @@ std::unique_ptr<Step> StoreVolumeOps::inspect(Callback<Inspection> done) {
             in.active = act->version;
             in.active_intact = act->state == store::Active::State::intact;
             if (act->marker) in.previous = act->marker->previous_version;
-            auto last = load_attempt(*journal);
+            auto last = load_attempt(journal->state());
             if (!last) {
                 // Only the "failed before" rule depends on it; the next outcome rewrites it.
                 log::warn("update: last attempt ignored", {{"error", last.error().message()}});
@@ -64,7 +64,7 @@ std::unique_ptr<Step> StoreVolumeOps::write_journal(JournalEntry e, Done done) {
             // The crash matrix's points of each journaled state's entry: update.<phase>.before
             // (nothing of the state written yet) and .after (journaled, its work not begun).
             MYR_TRY(fault::point("update." + r.phase + ".before"), "journal");
-            if (in_progress) MYR_TRY(store_attempt(*journal, *in_progress), "journal");
+            if (in_progress) MYR_TRY(store_attempt(journal->state(), *in_progress), "journal");
             MYR_TRY(journal->write(r), "journal " + r.phase);
             MYR_TRY(fault::point("update." + r.phase + ".after"), "journal");
             return {};
@@ -114,10 +114,10 @@ std::unique_ptr<Step> StoreVolumeOps::finish(Finish f, Done done) {
             if (!f.staged_id.empty()) {
                 MYR_TRY(store::discard_staging(*vol, f.staged_id), "finish");
             }
-            auto spool = journal::clear_spool(*journal);
+            auto spool = download::clear_spool(journal->state());
             if (!spool) return spool.fail("finish");
-            if (f.attempt) MYR_TRY(store_attempt(*journal, *f.attempt), "finish");
-            if (f.packages) MYR_TRY(store_installed(*journal, *f.packages), "finish");
+            if (f.attempt) MYR_TRY(store_attempt(journal->state(), *f.attempt), "finish");
+            if (f.packages) MYR_TRY(store_installed(journal->state(), *f.packages), "finish");
             MYR_TRY(fault::point("update.finish.after"), "finish");
             if (f.gc) {
                 // A failed GC costs disk space, not correctness: logged, not an install failure.

@@ -1,5 +1,6 @@
 // The real VolumeOps: the installer's changes to the collector volume (store/) and the state
-// directory (journal/, state_files.hpp), each run on the work queue and answered on the loop.
+// directory (the journal, state_files.hpp, the spool), each run on the work queue and answered on
+// the loop. The journal hands out the state directory it lives in (Journal::state()).
 //
 // One job at a time per installer (the installer waits for each answer), so the Volume and the
 // Journal, shared with the runtime, are never used by two threads at once. The shared pointers

@@ -80,12 +80,14 @@ class CountingTransport final : public Transport {
     unsigned gen_;
 };
 
-std::string state_dir() {
-    static std::string dir = [] {
+statedir::StateDir state_dir() {
+    static statedir::StateDir dir = [] {
         char tmpl[] = "/tmp/fuzz-agent-XXXXXX";
         const char* d = mkdtemp(tmpl);
         if (d == nullptr) __builtin_trap();
-        return std::string(d);
+        auto opened = statedir::StateDir::open(d);
+        if (!opened) __builtin_trap();
+        return *opened;
     }();
     return dir;
 }

@@ -65,7 +65,12 @@ int main(int argc, char** argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string k = argv[i], v = argv[i + 1];
         if (k == "--state") {
-            o.state_dir = v;
+            auto state = statedir::StateDir::open(v);
+            if (!state) {
+                std::fprintf(stderr, "download-driver: %s\n", state.error().message().c_str());
+                return 2;
+            }
+            o.state_dir = *state;
         } else if (k == "--url") {
             req.url = v;
         } else if (k == "--hash") {
@@ -139,7 +144,7 @@ int main(int argc, char** argv) {
             probe->stop();
         };
         t0 = std::chrono::steady_clock::now();
-        auto d = dl.start(req, h);
+        auto d = dl.fetch(req, h);
         while (!done && uv_run(loop.get(), UV_RUN_ONCE) != 0) {
         }
         d.reset();

@@ -158,9 +158,11 @@ int main(int argc, char** argv) {
         };
         if (a == "--endpoint") {
             if (!parse_url(val(), w.url)) usage("bad --endpoint");
-        } else if (a == "--state-dir")
-            o.state_dir = val();
-        else if (a == "--storage-dir")
+        } else if (a == "--state-dir") {
+            auto state = statedir::StateDir::open(val());
+            if (!state) usage("--state-dir: " + state.error().message());
+            o.state_dir = *state;
+        } else if (a == "--storage-dir")
             o.supervisor_storage_dir = val();
         else if (a == "--ca-file")
             w.ca_file = val();
@@ -188,7 +190,9 @@ int main(int argc, char** argv) {
         } else
             usage("unknown argument " + a);
     }
-    if (w.url.host.empty() || o.state_dir.empty()) usage("--endpoint and --state-dir are required");
+    if (w.url.host.empty() || !o.state_dir.is_open()) {
+        usage("--endpoint and --state-dir are required");
+    }
     o.host_name = resolve_host_name(o.host_name);
 
     uv_loop_t* loop = uv_default_loop();

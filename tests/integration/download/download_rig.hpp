@@ -50,7 +50,7 @@ struct Fetch {
 
 inline DownloaderOptions quick(const std::string& state, std::vector<std::string> prefixes) {
     DownloaderOptions o;
-    o.state_dir = state;
+    o.state_dir = statedir::StateDir::open(state).value();
     for (const auto& p : prefixes) o.policy.prefixes.push_back(*parse_url(p));
     o.policy.allow_plain_http = true;  // the endpoint of these tests is loopback
     o.stall_timeout = 1s;
@@ -68,7 +68,7 @@ inline Fetch fetch(TestLoop& loop, const DownloaderOptions& o, Request r,
     Downloader::Handlers h;
     h.on_progress = [&](const Progress& p) { f.progress.push_back(p); };
     h.on_done = [&](Result<Artifact> a) { f.done.emplace(std::move(a)); };
-    auto d = dl.start(std::move(r), h);
+    auto d = dl.fetch(std::move(r), h);
     REQUIRE(loop.run_until([&] { return f.done.has_value(); }, timeout));
     return f;
 }

@@ -207,7 +207,7 @@ TEST_CASE("download: destroying cancels; a newer offer removes the older part") 
         bool called = false;
         Downloader::Handlers h;
         h.on_done = [&](Result<Artifact>) { called = true; };
-        auto d = dl.start(rig.request("?drip=100000"), h);
+        auto d = dl.fetch(rig.request("?drip=100000"), h);
         REQUIRE(rig.loop.run_until([&] { return exists(rig.part()); }, 10s));
         d.reset();
         rig.loop.run_for(300ms);
@@ -232,7 +232,7 @@ TEST_CASE("download: a full disk ends the download, removes the part, touches no
     }
     write_file(small + "/keep", "volume file");
     DownloaderOptions o = rig.options();
-    o.state_dir = small;
+    o.state_dir = statedir::StateDir::open(small).value();
     auto f = fetch(rig.loop, o, rig.request(""));
     const Error& e = require_error(f);
     CHECK(e.code() == Errc::system);

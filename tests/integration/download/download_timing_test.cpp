@@ -35,7 +35,7 @@ TEST_CASE("download: a drip of one byte a second is no stall; progress at most e
         f.progress.push_back(p);
     };
     h.on_done = [&](Result<Artifact> a) { f.done.emplace(std::move(a)); };
-    auto d = dl.start(rig.request("?drip=6"), h);
+    auto d = dl.fetch(rig.request("?drip=6"), h);
     REQUIRE(rig.loop.run_until([&] { return f.done.has_value(); }, 30s));
     require_ok(f, rig.hex, rig.data.size());
     CHECK(rig.server->requests() == 1);

@@ -29,10 +29,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/log.hpp"
+#include "download/spool.hpp"
 #include "fsx/copy.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
@@ -295,14 +297,15 @@ Status do_activate(const Args& a, const store::Volume& vol, journal::Journal& j)
     } else {
         req.image_fd = src.get();
     }
-    rec.phase = journal::phase::swapping;
+    // The installer's phases (update::phase, its state names); the journal stores them as text.
+    rec.phase = "swapping";
     MYR_TRY(j.write(rec), "activate");
     auto done = store::activate(vol, req);
     if (!done) {
         MYR_TRY(j.clear(), "activate");
         return done.fail();
     }
-    rec.phase = journal::phase::health_checking;
+    rec.phase = "health-checking";
     MYR_TRY(j.write(rec), "activate");
     MYR_TRY(j.clear(), "commit");
     auto collected = store::gc(vol, static_cast<uint32_t>(std::stoul(a.get("keep", "2"))));
@@ -317,15 +320,17 @@ int main(int argc, char** argv) {
     log::configure(log::Level::info, log::Format::text);
     auto vol = store::Volume::open(a.install_dir, a.binary);
     if (!vol) die(vol.error().message());
-    auto j = journal::Journal::open(a.state_dir);
-    if (!j) die(j.error().message());
+    auto state = statedir::StateDir::open(a.state_dir);
+    if (!state) die(state.error().message());
+    auto j = std::make_optional<journal::Journal>(*state);
 
     if (a.op == "state") {
         print(state_json(a, *vol, *j));
         return 0;
     }
     if (a.op == "recover" || a.op == "start") {
-        auto r = journal::recover(*vol, *j);
+        // The downloader owns the spool; recovery empties it as the product's start does.
+        auto r = journal::recover(*vol, *j, [&] { return download::clear_spool(*state); });
         if (!r) die(r.error().message());
         json_object* o = json_object_new_object();
         json_object_object_add(o, "recovery", recovery_json(*r));

@@ -23,13 +23,17 @@ std::string hex_of(const std::string& data) {
     return hash::to_hex(hash::sha256(data));
 }
 
+statedir::StateDir open_state(const test::TempDir& dir) {
+    return statedir::StateDir::open(dir.path()).value();
+}
+
 // A downloader on FakeScheduler whose policy admits https://h/artifacts/, over a uv loop that no
 // test here reaches (they end before any socket); the loop must close cleanly afterwards.
 struct Rig {
     explicit Rig(const std::string& state_dir) {
         REQUIRE(uv_loop_init(&uv) == 0);
         DownloaderOptions o;
-        o.state_dir = state_dir;
+        o.state_dir = statedir::StateDir::open(state_dir).value();
         o.policy.prefixes = {Url{"https", "h", 443, "/artifacts/"}};
         dl = std::make_unique<HttpDownloader>(&uv, sched, o);
     }
@@ -37,11 +41,11 @@ struct Rig {
         dl.reset();
         CHECK(uv_loop_close(&uv) == 0);
     }
-    std::unique_ptr<Download> start(const std::string& url, const std::string& hex,
-                                    std::optional<Result<Artifact>>& done) {
+    std::unique_ptr<loop::Step> start(const std::string& url, const std::string& hex,
+                                      std::optional<Result<Artifact>>& done) {
         Downloader::Handlers h;
         h.on_done = [&done](Result<Artifact> r) { done.emplace(std::move(r)); };
-        return dl->start(Request{url, {}, hex, 100}, h);
+        return dl->fetch(Request{url, {}, hex, 100}, h);
     }
     uv_loop_t uv;
     loop::FakeScheduler sched;
@@ -102,7 +106,7 @@ TEST_CASE("spool: a new offer removes other files, creates its part 0600, keeps 
     test::write_file(state / "spool/old.part", "stale");
     test::write_file(state / "spool/dead00", "stale");
     {
-        auto f = SpoolFile::open(state.path(), hex);
+        auto f = SpoolFile::open(open_state(state), hex);
         REQUIRE(f.ok());
         CHECK(!(*f)->complete());
         CHECK((*f)->size() == 0);
@@ -114,7 +118,7 @@ TEST_CASE("spool: a new offer removes other files, creates its part 0600, keeps 
         REQUIRE((*f)->set_validator("\"v1\"").ok());
     }
     // Reopened: the kept part is re-hashed, its validator read back, and the hash covers it all.
-    auto g = SpoolFile::open(state.path(), hex);
+    auto g = SpoolFile::open(open_state(state), hex);
     REQUIRE(g.ok());
     CHECK((*g)->size() == 10);
     CHECK((*g)->validator() == "\"v1\"");
@@ -127,7 +131,7 @@ TEST_CASE("spool: a new offer removes other files, creates its part 0600, keeps 
     CHECK(test::read_file(art->path) == data);
     CHECK(test::list_dir(state / "spool") == std::vector<std::string>{hex});
     // A complete file with the right hash is the answer without a byte downloaded.
-    auto again = SpoolFile::open(state.path(), hex);
+    auto again = SpoolFile::open(open_state(state), hex);
     REQUIRE(again.ok());
     REQUIRE((*again)->complete());
     CHECK((*again)->complete()->sha256_hex == hex);
@@ -138,7 +142,7 @@ TEST_CASE("spool: a damaged complete file is dropped; truncate restarts the hash
     const std::string hex = hex_of("right");
     ::mkdir((state / "spool").c_str(), 0755);
     test::write_file(state / "spool/" + hex, "wrong");
-    auto f = SpoolFile::open(state.path(), hex);
+    auto f = SpoolFile::open(open_state(state), hex);
     REQUIRE(f.ok());
     CHECK(!(*f)->complete());
     CHECK(!test::exists(state / "spool/" + hex));
@@ -157,16 +161,29 @@ TEST_CASE("spool: a planted symlink or a bad hash is refused") {
     const std::string hex = hex_of("x");
     ::mkdir((state / "spool").c_str(), 0755);
     REQUIRE(::symlink("/etc/passwd", (state / "spool/" + hex + ".part").c_str()) == 0);
-    auto f = SpoolFile::open(state.path(), hex);
+    auto f = SpoolFile::open(open_state(state), hex);
     CHECK(!f.ok());
     CHECK(test::read_file("/etc/passwd").size() > 0);
-    auto bad = SpoolFile::open(state.path(), "../../etc/passwd");
+    auto bad = SpoolFile::open(open_state(state), "../../etc/passwd");
     REQUIRE(!bad.ok());
     CHECK(bad.error().code() == Errc::invalid);
-    CHECK(!SpoolFile::open(state.path(), std::string(64, 'A')).ok());
+    CHECK(!SpoolFile::open(open_state(state), std::string(64, 'A')).ok());
 }
 
-TEST_CASE("download: refusals come on a later turn, never from inside start()") {
+TEST_CASE("download: check_url answers at once with the rule fetch() applies") {
+    test::TempDir state;
+    Rig rig(state.path());
+    CHECK(rig.dl->check_url("https://h/artifacts/x").ok());
+    auto refused = rig.dl->check_url("https://h/elsewhere/x");
+    REQUIRE(!refused.ok());
+    CHECK(refused.error().code() == Errc::invalid);
+    CHECK(refused.error().message().find("https://h/elsewhere/x: refused (rule prefix)") !=
+          std::string::npos);
+    CHECK(rig.sched.posted() == 0);
+    CHECK(!test::exists(state / "spool"));
+}
+
+TEST_CASE("download: refusals come on a later turn, never from inside fetch()") {
     test::TempDir state;
     Rig rig(state.path());
     std::optional<Result<Artifact>> bad_url, bad_hash;

@@ -91,13 +91,13 @@ struct Rig {
     std::unique_ptr<HttpDownloader> dl;
     std::optional<Result<Artifact>> done;
     std::vector<std::pair<MonoTime, Progress>> progress;
-    std::unique_ptr<Download> d;
+    std::unique_ptr<loop::Step> d;
     std::string scheme_;
 
     // Plain http unless told: TLS would need the system CA store, which a unit test must not.
     explicit Rig(DownloaderOptions o = {}, std::string scheme = "http") : scheme_(scheme) {
         REQUIRE(uv_loop_init(&uv) == 0);
-        o.state_dir = state.path();
+        o.state_dir = statedir::StateDir::open(state.path()).value();
         o.policy.prefixes = {Url{scheme, "h", default_port(scheme), "/artifacts/"}};
         o.policy.allow_plain_http = true;
         dl = std::make_unique<HttpDownloader>(&uv, sched, o, &fetcher);
@@ -112,7 +112,7 @@ struct Rig {
         Downloader::Handlers h;
         h.on_progress = [this](const Progress& p) { progress.emplace_back(sched.now(), p); };
         h.on_done = [this](Result<Artifact> r) { done.emplace(std::move(r)); };
-        d = dl->start(
+        d = dl->fetch(
             Request{scheme_ + "://h/artifacts/a.bin", std::move(headers), hex_of(data), max}, h);
         sched.run_pending();  // spool prepared, TLS loaded, first request started
     }

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "download/spool.hpp"
 #include "harness.hpp"
 #include "hash/sha256.hpp"
 #include "journal/recover.hpp"
@@ -23,7 +24,9 @@ struct Fixture {
     std::string dir = tmp / "collector";
     std::string state = tmp / "state";
     store::Volume vol = store::Volume::open(dir, "otelcol-contrib").value();
-    journal::Journal j = journal::Journal::open(state).value();
+    journal::Journal j{statedir::StateDir::open(state).value()};
+    // Recovery empties the downloader's spool as in the product.
+    journal::ClearSpool spool = [this] { return download::clear_spool(j.state()); };
 
     void activate(const std::string& version, const std::string& bytes) {
         std::string src = tmp / ("src-" + version);
@@ -79,19 +82,6 @@ TEST_CASE("journal: unparsable or hostile records are refused") {
     }
 }
 
-TEST_CASE("journal: phases before the switch are known; anything else counts as switched") {
-    for (auto p :
-         {journal::phase::downloading, journal::phase::verifying, journal::phase::staging,
-          journal::phase::preflight, journal::phase::stopping, journal::phase::installing}) {
-        CHECK(journal::before_switch(p));
-    }
-    for (auto p :
-         {journal::phase::swapping, journal::phase::starting, journal::phase::health_checking,
-          journal::phase::rolling_back, std::string_view("something-new")}) {
-        CHECK_FALSE(journal::before_switch(p));
-    }
-}
-
 TEST_CASE("journal: write, load, clear") {
     Fixture f;
     CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
@@ -109,7 +99,7 @@ TEST_CASE("recover: a corrupt journal is moved aside and current kept") {
     Fixture f;
     f.activate("0.115.0", "a");
     test::write_file(f.state + "/journal.json", "{\"id\":\"x\", garbage");
-    auto r = journal::recover(f.vol, f.j);
+    auto r = journal::recover(f.vol, f.j, f.spool);
     REQUIRE(r);
     CHECK(r->journal == journal::Loaded::Kind::corrupt);
     CHECK(r->moved_aside.rfind("journal.json.corrupt-", 0) == 0);
@@ -123,7 +113,7 @@ TEST_CASE("recover: a symlink planted as the journal is moved aside, its target 
     std::string outside = f.tmp / "outside";
     test::write_file(outside, "precious");
     REQUIRE(::symlink(outside.c_str(), (f.state + "/journal.json").c_str()) == 0);
-    auto r = journal::recover(f.vol, f.j);
+    auto r = journal::recover(f.vol, f.j, f.spool);
     REQUIRE(r);
     CHECK(r->journal == journal::Loaded::Kind::corrupt);
     CHECK(test::read_file(outside) == "precious");
@@ -135,7 +125,7 @@ TEST_CASE("recover: a spool leftover without a journal goes too (a crash after a
     f.activate("0.116.0", "a");
     ::mkdir((f.state + "/spool").c_str(), 0755);
     test::write_file(f.state + "/spool/0123abcd", "a whole artifact");
-    auto r = journal::recover(f.vol, f.j);
+    auto r = journal::recover(f.vol, f.j, f.spool);
     REQUIRE(r);
     CHECK(r->journal == journal::Loaded::Kind::absent);
     CHECK(r->spool_removed == 1);
@@ -153,7 +143,7 @@ TEST_CASE("recover: an update cut before the switch leaves current; staging and 
     ::mkdir((f.state + "/spool").c_str(), 0755);
     test::write_file(f.state + "/spool/abc.part", "half a download");
     test::write_file(f.state + "/.packages.json.tmp-AbC123", "temp");
-    auto r = journal::recover(f.vol, f.j);
+    auto r = journal::recover(f.vol, f.j, f.spool);
     REQUIRE(r);
     CHECK(r->update_interrupted);
     CHECK(r->staging_removed == 1);
@@ -168,7 +158,7 @@ TEST_CASE("recover: an update cut after the switch goes back to from and keeps t
     f.activate("0.115.0", "a");
     f.activate("0.116.0", "b");
     f.journal(journal::Op::update, "health-checking", "0.115.0", "0.116.0");
-    auto r = journal::recover(f.vol, f.j);
+    auto r = journal::recover(f.vol, f.j, f.spool);
     REQUIRE(r);
     CHECK(r->update_interrupted);
     CHECK(r->action == "switched current to 0.115.0");
@@ -182,7 +172,7 @@ TEST_CASE("recover: an update whose from is not intact removes current for seedi
     f.activate("0.116.0", "b");
     test::write_file(f.dir + "/versions/0.115.0/otelcol-contrib", "changed", 0755);
     f.journal(journal::Op::update, "starting", "0.115.0", "0.116.0");
-    auto r = journal::recover(f.vol, f.j);
+    auto r = journal::recover(f.vol, f.j, f.spool);
     REQUIRE(r);
     CHECK_FALSE(test::exists(f.dir + "/current"));
 }
@@ -192,7 +182,7 @@ TEST_CASE("recover: an interrupted rollback is finished") {
     f.activate("0.115.0", "a");
     f.activate("0.116.0", "b");
     f.journal(journal::Op::rollback, "switching", "0.116.0", "0.115.0");
-    auto r = journal::recover(f.vol, f.j);
+    auto r = journal::recover(f.vol, f.j, f.spool);
     REQUIRE(r);
     CHECK(f.current() == "0.115.0");
     CHECK_FALSE(r->update_interrupted);
@@ -202,7 +192,7 @@ TEST_CASE("recover: an interrupted seed keeps whatever complete version current 
     Fixture f;
     f.activate("0.116.0", "b");
     f.journal(journal::Op::seed, "switching", "0.115.0", "0.116.0");
-    auto r = journal::recover(f.vol, f.j);
+    auto r = journal::recover(f.vol, f.j, f.spool);
     REQUIRE(r);
     CHECK(f.current() == "0.116.0");
     CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
@@ -323,7 +313,7 @@ TEST_CASE("recover: a staging or spool leftover that cannot be removed does not 
     path = f.state + "/spool/deep";
     for (int i = 0; i < 300; ++i, path += "/d") REQUIRE(::mkdir(path.c_str(), 0755) == 0);
     test::write_file(f.state + "/spool/abc.part", "half a download");
-    auto r = journal::recover(f.vol, f.j);
+    auto r = journal::recover(f.vol, f.j, f.spool);
     REQUIRE(r);
     CHECK(r->staging_removed == 1);  // the plain one
     CHECK(r->spool_removed == 1);    // abc.part

@@ -38,7 +38,7 @@ TEST_CASE("agent: the collector uid comes from persistent_state.yaml and a rewri
     FixedStatusProvider status;
     UnavailablePackageHandler packages;
     AgentOptions o;
-    o.state_dir = state.path();
+    o.state_dir = statedir::StateDir::open(state.path()).value();
     o.supervisor_storage_dir = storage.path();
     o.persistent_state_poll = std::chrono::milliseconds(20);
     AgentDeps d;

@@ -40,7 +40,7 @@ struct Rig {
     AgentOptions opt;
 
     Rig() {
-        opt.state_dir = dir.path();
+        opt.state_dir = statedir::StateDir::open(dir.path()).value();
         opt.host_name = "pod-0";
         opt.service_version = "0.1.0";
         status.health_value = ComponentHealth{true, 1000, "", "running", 2000};

@@ -9,6 +9,14 @@
 using namespace myr;
 using namespace myr::opamp;
 
+namespace {
+
+statedir::StateDir open_state(const test::TempDir& dir) {
+    return statedir::StateDir::open(dir.path()).value();
+}
+
+}  // namespace
+
 TEST_CASE("uid: a UUIDv7 carries the time, version 7 and variant 10") {
     const WallTime t{std::chrono::milliseconds(0x0190a6f46c1eLL)};
     const Uid u = new_uuid_v7(t);
@@ -34,26 +42,26 @@ TEST_CASE("uid: text form round-trips and rejects what is not a UUID") {
 
 TEST_CASE("uid: created once, stored 0600, and the same after a reload") {
     test::TempDir dir;
-    auto a = load_or_create_instance_uid(dir.path(), wall_now());
+    auto a = load_or_create_instance_uid(open_state(dir), wall_now());
     REQUIRE(a);
     const std::string path = dir / "instance_uid";
     CHECK(test::read_file(path) == uid_to_text(*a) + "\n");
     struct stat st{};
     REQUIRE(stat(path.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
-    auto b = load_or_create_instance_uid(dir.path(), wall_now());
+    auto b = load_or_create_instance_uid(open_state(dir), wall_now());
     REQUIRE(b);
     CHECK(*a == *b);
 }
 
 TEST_CASE("uid: a stored server-assigned uid is what the next load returns") {
     test::TempDir dir;
-    auto a = load_or_create_instance_uid(dir.path(), wall_now());
+    auto a = load_or_create_instance_uid(open_state(dir), wall_now());
     REQUIRE(a);
     auto n = uid_from_text("11111111-2222-7333-8444-555555555555");
     REQUIRE(n);
-    REQUIRE(store_instance_uid(dir.path(), *n));
-    auto b = load_or_create_instance_uid(dir.path(), wall_now());
+    REQUIRE(store_instance_uid(open_state(dir), *n));
+    auto b = load_or_create_instance_uid(open_state(dir), wall_now());
     REQUIRE(b);
     CHECK(*b == *n);
 }
@@ -61,7 +69,7 @@ TEST_CASE("uid: a stored server-assigned uid is what the next load returns") {
 TEST_CASE("uid: a damaged file is replaced by a new identity") {
     test::TempDir dir;
     test::write_file(dir / "instance_uid", "garbage\n", 0600);
-    auto a = load_or_create_instance_uid(dir.path(), wall_now());
+    auto a = load_or_create_instance_uid(open_state(dir), wall_now());
     REQUIRE(a);
     CHECK(test::read_file(dir / "instance_uid") == uid_to_text(*a) + "\n");
 }
@@ -81,19 +89,19 @@ TEST_CASE("uid: a symlink, a FIFO or a directory in place of the file is moved a
         } else {
             REQUIRE(mkdir(path.c_str(), 0700) == 0);
         }
-        auto a = load_or_create_instance_uid(dir.path(), wall_now());
+        auto a = load_or_create_instance_uid(open_state(dir), wall_now());
         REQUIRE(a);
         CHECK(uid_to_text(*a) != "0190a6f4-6c1e-7a3b-9c2d-0123456789ab");  // not followed
         CHECK(test::read_file(path) == uid_to_text(*a) + "\n");
         CHECK(test::read_file(dir / "elsewhere") == target);  // the link's target is untouched
-        auto again = load_or_create_instance_uid(dir.path(), wall_now());
+        auto again = load_or_create_instance_uid(open_state(dir), wall_now());
         REQUIRE(again);
         CHECK(*again == *a);
     }
 }
 
-TEST_CASE("uid: a missing state directory is an error naming it") {
-    auto a = load_or_create_instance_uid("/nonexistent/state", wall_now());
+TEST_CASE("uid: a state directory that is not open is an error, never a uid") {
+    auto a = load_or_create_instance_uid(statedir::StateDir(), wall_now());
     REQUIRE_FALSE(a);
-    CHECK(a.error().message().find("/nonexistent/state") != std::string::npos);
+    CHECK(a.error().message().find("instance uid") != std::string::npos);
 }

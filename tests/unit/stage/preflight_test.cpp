@@ -66,11 +66,11 @@ Result<stage::PreflightReport> preflight(stage::PreflightRequest req) {
         loop::UvScheduler sched(loop.get());
         proc::Reaper reaper(loop);
         REQUIRE(reaper.start());
-        auto p = stage::start_preflight(reaper, sched, std::move(req),
-                                        [&](Result<stage::PreflightReport> r) {
-                                            ++calls;
-                                            out = std::move(r);
-                                        });
+        stage::ReaperPreflighter preflighter(reaper, sched);
+        auto p = preflighter.run(std::move(req), [&](Result<stage::PreflightReport> r) {
+            ++calls;
+            out = std::move(r);
+        });
         CHECK_FALSE(out.has_value());  // never from inside the call
         CHECK(loop.run_until([&] { return out.has_value(); }, 20s));
         // Exactly once: nothing more arrives on later turns.
@@ -212,8 +212,9 @@ TEST_CASE("preflight: destroying a running preflight kills the group and calls n
         loop::UvScheduler sched(loop.get());
         proc::Reaper reaper(loop);
         REQUIRE(reaper.start());
-        auto p = stage::start_preflight(reaper, sched, rel.request(),
-                                        [&](Result<stage::PreflightReport>) { called = true; });
+        stage::ReaperPreflighter preflighter(reaper, sched);
+        auto p =
+            preflighter.run(rel.request(), [&](Result<stage::PreflightReport>) { called = true; });
         REQUIRE(loop.run_until([&] { return rel.starts().size() == 2; }, 10s));
         pid = std::stoi(rel.starts()[1]);
         CHECK(::kill(pid, 0) == 0);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/fault.hpp"
+#include "download/spool.hpp"
 #include "harness.hpp"
 #include "hash/sha256.hpp"
 #include "journal/recover.hpp"
@@ -30,7 +31,9 @@ struct VolumeRig {
     std::shared_ptr<store::Volume> vol =
         std::make_shared<store::Volume>(store::Volume::open(dir, kBinary).value());
     std::shared_ptr<journal::Journal> j =
-        std::make_shared<journal::Journal>(journal::Journal::open(state).value());
+        std::make_shared<journal::Journal>(statedir::StateDir::open(state).value());
+    // Recovery empties the downloader's spool as in the product.
+    journal::ClearSpool spool = [this] { return download::clear_spool(j->state()); };
     loop::FakeScheduler sched;
     StoreVolumeOps ops{sched, vol, j, 1};
 
@@ -105,7 +108,7 @@ TEST_CASE("volume ops: inspect names the active version, its previous one and th
     CHECK(in.active_intact);
     CHECK(in.previous.empty());
     CHECK_FALSE(in.last_attempt.has_value());
-    REQUIRE(store_attempt(*rig.j,
+    REQUIRE(store_attempt(rig.j->state(),
                           Attempt{"ab", "0.117.0", Outcome::failed, "signature: bad", "t"}));
     in = rig.inspect();
     REQUIRE(in.last_attempt.has_value());
@@ -122,7 +125,7 @@ TEST_CASE("volume ops: a whole install on a real volume, then commit") {
     CHECK(rec->record.op == journal::Op::update);
     std::string id = rec->record.id;
     // The first write records which offer is in progress.
-    auto att = load_attempt(*rig.j);
+    auto att = load_attempt(rig.j->state());
     REQUIRE(att);
     REQUIRE(att->has_value());
     CHECK((*att)->outcome == Outcome::in_progress);
@@ -151,8 +154,8 @@ TEST_CASE("volume ops: a whole install on a real volume, then commit") {
     REQUIRE(rig.wait([&](Done d) { return rig.ops.finish(f, d); }));
     CHECK(rig.j->load()->kind == journal::Loaded::Kind::absent);
     CHECK(test::list_dir(rig.state + "/spool").empty());
-    CHECK(load_attempt(*rig.j)->value().outcome == Outcome::installed);
-    auto pk = load_installed(*rig.j);
+    CHECK(load_attempt(rig.j->state())->value().outcome == Outcome::installed);
+    auto pk = load_installed(rig.j->state());
     REQUIRE(pk);
     REQUIRE(pk->has_value());
     CHECK((*pk)->version == "0.117.0");
@@ -180,8 +183,9 @@ TEST_CASE("volume ops: switch back and a failed install's clean-up") {
     REQUIRE(rig.wait([&](Done d) { return rig.ops.finish(f, d); }));
     CHECK(test::list_dir(rig.dir + "/.staging").empty());
     CHECK(rig.j->load()->kind == journal::Loaded::Kind::absent);
-    CHECK(load_attempt(*rig.j)->value().reason == "health check failed");
-    CHECK_FALSE(load_installed(*rig.j)->has_value());  // only an Installed stores packages.json
+    CHECK(load_attempt(rig.j->state())->value().reason == "health check failed");
+    // Only an Installed stores packages.json.
+    CHECK_FALSE(load_installed(rig.j->state())->has_value());
 }
 
 TEST_CASE("volume ops: switch back refuses a version that is not intact") {
@@ -213,18 +217,18 @@ TEST_CASE("recovery of an update: an unproven swap goes back, and the attempt sa
         }));
         REQUIRE(rig.current() == "0.117.0");
         // A hard kill here; the next start:
-        auto rec = journal::recover(*rig.vol, *rig.j);
+        auto rec = journal::recover(*rig.vol, *rig.j, rig.spool);
         REQUIRE(rec);
         CHECK(rig.current() == "0.116.0");
         CHECK(rec->update_interrupted);
-        auto att = record_recovery(*rig.j, *rec, "2026-12-01T20:00:00Z");
+        auto att = record_recovery(rig.j->state(), *rec, "2026-12-01T20:00:00Z");
         REQUIRE(att);
         REQUIRE(att->has_value());
         CHECK((*att)->outcome == Outcome::interrupted);
         CHECK((*att)->package_hash_hex == std::string(64, 'e'));
         CHECK((*att)->reason == std::string("interrupted while ") + phase +
                                     "; recovery: switched current to 0.116.0");
-        CHECK(load_attempt(*rig.j)->value() == **att);
+        CHECK(load_attempt(rig.j->state())->value() == **att);
     }
 }
 
@@ -234,26 +238,26 @@ TEST_CASE("recovery of an update before the swap: staging and spool cleaned, cur
     rig.stage("0.117.0");
     ::mkdir((rig.state + "/spool").c_str(), 0700);
     test::write_file(rig.state + "/spool/x.part", "partial");
-    auto rec = journal::recover(*rig.vol, *rig.j);
+    auto rec = journal::recover(*rig.vol, *rig.j, rig.spool);
     REQUIRE(rec);
     CHECK(rig.current() == "0.116.0");
     CHECK(test::list_dir(rig.dir + "/.staging").empty());
     CHECK(test::list_dir(rig.state + "/spool").empty());
-    CHECK(record_recovery(*rig.j, *rec, "t")->value().reason ==
+    CHECK(record_recovery(rig.j->state(), *rec, "t")->value().reason ==
           "interrupted while preflight; recovery: kept current at 0.116.0");
 }
 
 TEST_CASE("state files: a corrupt last-attempt.json is an error, never trusted in part") {
     VolumeRig rig;
     test::write_file(rig.state + "/last-attempt.json", "{\"version\":\"0.117.0\"}");
-    auto a = load_attempt(*rig.j);
+    auto a = load_attempt(rig.j->state());
     CHECK_FALSE(a.ok());
     CHECK(a.error().message().find("packageHash: missing") != std::string::npos);
     // An outcome outside the file's words (the enum cannot hold one: edit the rendered text).
     std::string text = render_attempt(Attempt{"", "0.1.0", Outcome::failed, "", ""});
     text.replace(text.find("\"failed\""), 8, "\"exploded\"");
     test::write_file(rig.state + "/last-attempt.json", text);
-    CHECK_FALSE(load_attempt(*rig.j).ok());
+    CHECK_FALSE(load_attempt(rig.j->state()).ok());
     // inspect ignores it rather than failing the install.
     CHECK_FALSE(rig.inspect().last_attempt.has_value());
 }
@@ -361,8 +365,8 @@ TEST_CASE("installer over the real volume: a good install leaves the new version
     CHECK(m->previous_version == "0.116.0");
     CHECK(e.v.j->load()->kind == journal::Loaded::Kind::absent);
     CHECK(test::list_dir(e.v.dir + "/.staging").empty());
-    CHECK(load_attempt(*e.v.j)->value().outcome == Outcome::installed);
-    CHECK(load_installed(*e.v.j)->value().version == "0.117.0");
+    CHECK(load_attempt(e.v.j->state())->value().outcome == Outcome::installed);
+    CHECK(load_installed(e.v.j->state())->value().version == "0.117.0");
 }
 
 TEST_CASE("installer over the real volume: a failing health check puts the old version back") {
@@ -377,7 +381,7 @@ TEST_CASE("installer over the real volume: a failing health check puts the old v
     CHECK(e.inst->report().packages[0].code == Code::install_failed);
     CHECK(e.inst->report().packages[0].agent_has_version == "0.116.0");
     CHECK(e.v.j->load()->kind == journal::Loaded::Kind::absent);
-    auto a = load_attempt(*e.v.j);
+    auto a = load_attempt(e.v.j->state());
     REQUIRE(a);
     CHECK((*a)->outcome == Outcome::rolled_back);
     CHECK((*a)->reason.find("rolled back to 0.116.0") != std::string::npos);
@@ -405,8 +409,8 @@ TEST_CASE("state files: packages.json keeps the statuses and which one is ours, 
     addon.offered_version = "1.0.0";
     in.statuses.insert(in.statuses.begin(), addon);
     in.top_index = 1;
-    REQUIRE(store_installed(*rig.j, in));
-    auto back = load_installed(*rig.j);
+    REQUIRE(store_installed(rig.j->state(), in));
+    auto back = load_installed(rig.j->state());
     REQUIRE(back);
     REQUIRE(back->has_value());
     CHECK(**back == in);
@@ -418,7 +422,7 @@ TEST_CASE("state files: a packages.json from before the statuses were stored sti
     test::write_file(rig.state + "/packages.json",
                      "{\"allPackagesHash\":\"0101\",\"name\":\"otelcol-contrib\",\"version\":"
                      "\"0.117.0\",\"packageHash\":\"0202\"}\n");
-    auto back = load_installed(*rig.j);
+    auto back = load_installed(rig.j->state());
     REQUIRE(back);
     REQUIRE(back->has_value());
     CHECK((*back)->version == "0.117.0");
@@ -431,7 +435,7 @@ TEST_CASE("state files: a packages.json with a bad status or index is refused wi
     std::string good = render_installed(installed_record());
     auto refused = [&](const std::string& text, const std::string& why) {
         test::write_file(rig.state + "/packages.json", text);
-        auto r = load_installed(*rig.j);
+        auto r = load_installed(rig.j->state());
         REQUIRE_FALSE(r.ok());
         CHECK_MESSAGE(r.error().message().find(why) != std::string::npos, r.error().message());
     };
@@ -459,7 +463,7 @@ TEST_CASE("installer over the real volume: after a restart the statuses are repo
     size_t fetches = e.fetcher.requests.size();
     e.inst.reset();
     // A restart: a new installer on the same files, fed as the container's start feeds it.
-    auto stored = load_installed(*e.v.j);
+    auto stored = load_installed(e.v.j->state());
     REQUIRE(stored);
     REQUIRE(stored->has_value());
     Installer again(e.v.sched, e.ports(), e.restart_settings(), nullptr);
@@ -493,7 +497,7 @@ TEST_CASE("installer over the real volume: a rollback's InstallFailed survives a
     e.settle();
     REQUIRE(e.v.current() == "0.117.0");
     REQUIRE(e.inst->report().packages.at(0).code == Code::install_failed);
-    auto stored = load_installed(*e.v.j);
+    auto stored = load_installed(e.v.j->state());
     REQUIRE(stored);
     REQUIRE(stored->has_value());
     CHECK((*stored)->version == "0.117.0");
