@@ -14,13 +14,13 @@
 namespace myr::cli {
 
 struct ArgSpec {
-    std::set<std::string> options;  // take a value: "config" for --config
-    std::set<std::string> flags;    // take none: "help" is always accepted
+    std::set<std::string> options;     // take a value: "config" for --config
+    std::set<std::string> flags;       // take none: "help" is always accepted
     std::set<std::string> repeatable;  // options that may appear more than once
 };
 
 class Args {
-public:
+  public:
     static Result<Args> parse(const std::vector<std::string>& argv, const ArgSpec& spec);
 
     bool flag(const std::string& name) const { return flags_.count(name) != 0; }
@@ -28,7 +28,7 @@ public:
     std::vector<std::string> all(const std::string& name) const;
     const std::vector<std::string>& positional() const { return positional_; }
 
-private:
+  private:
     std::multimap<std::string, std::string> options_;
     std::set<std::string> flags_;
     std::vector<std::string> positional_;

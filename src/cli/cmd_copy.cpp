@@ -59,13 +59,13 @@ int fail_path(const std::string& command, const std::string& path, const std::st
 // An open source file and what fstat said about it.
 struct Source {
     UniqueFd fd;
-    struct stat st{};
+    struct stat st {};
 };
 
 // Opens a source path that may be a symlink but must resolve to a regular file. The type is checked
 // with stat before opening (a FIFO without a writer would block open) and again on the opened fd.
 Result<Source> open_source(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return fail_errno("cannot read source");
     if (!S_ISREG(st.st_mode)) {
         return fail(std::string("refusing ") + file_type_name(st.st_mode) +
@@ -167,7 +167,7 @@ int cmd_copy(const std::vector<std::string>& argv) {
     // Trailing slashes are dropped first: lstat("/x/link/") would follow the link.
     const bool wants_dir = pos[1].size() > 1 && pos[1].back() == '/';
     const std::string dst = strip_trailing_slashes(pos[1]);
-    struct stat st{};
+    struct stat st {};
     if (::lstat(dst.c_str(), &st) == 0) {
         if (S_ISDIR(st.st_mode))
             return install_file("copy", *src, dst, basename_of(src_path), mode);

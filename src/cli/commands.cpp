@@ -72,7 +72,8 @@ const Command* find_command(const std::string& name) {
 std::string overview() {
     std::string out =
         "myriarch-updater: runs an OpenTelemetry collector's supervisor as PID 1 of a container,\n"
-        "with the collector binary on a volume (seeded, journaled, recovered), an OpAMP agent, and\n"
+        "with the collector binary on a volume (seeded, journaled, recovered), an OpAMP agent, "
+        "and\n"
         "an installer for the versions the server offers.\n"
         "\n"
         "Usage: myriarch-updater <command> [options]\n"

@@ -110,7 +110,7 @@ LoadResult load_string(std::string_view text, const std::string& name, Mode mode
 LoadResult load_file(const std::string& path, Mode mode) {
     LoadResult out;
     // The type is checked before opening: opening a FIFO without a writer would block.
-    struct stat st{};
+    struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
         out.problems.push_back(file_problem(path, std::strerror(errno)));
         return out;

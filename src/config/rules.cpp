@@ -166,14 +166,16 @@ void check_update(const Config& cfg, Context& ctx) {
     // insecure transport is allowed (download/url_policy.cpp): such a prefix could never admit an
     // offer, which is better said now than at the first install.
     const Server& s = cfg.server;
-    const bool plain_http = s.allow_insecure_transport || (s.endpoint && is_loopback_host(s.endpoint->host));
+    const bool plain_http =
+        s.allow_insecure_transport || (s.endpoint && is_loopback_host(s.endpoint->host));
     for (size_t i = 0; s.endpoint && !plain_http && i < u.allowed_download_prefixes.size(); ++i) {
         const std::string key = "update.allowedDownloadPrefixes[" + std::to_string(i) + "]";
         if (u.allowed_download_prefixes[i].scheme == "http" && !ctx.bad(key) &&
             !ctx.bad("server.allowInsecureTransport")) {
-            ctx.at_key(key, "http:// downloads are refused while server.endpoint is not on a "
-                            "loopback host and server.allowInsecureTransport is false: use "
-                            "https://, or allow insecure transport inside a trusted network");
+            ctx.at_key(key,
+                       "http:// downloads are refused while server.endpoint is not on a "
+                       "loopback host and server.allowInsecureTransport is false: use "
+                       "https://, or allow insecure transport inside a trusted network");
         }
     }
     if (u.health_interval >= u.health_timeout && !ctx.bad("update.healthInterval") &&

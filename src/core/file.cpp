@@ -31,7 +31,7 @@ const char* file_type_name(mode_t mode) {
 }
 
 Status keep_if_regular(int fd) {
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd, &st) != 0) return fail_errno("fstat");
     if (!S_ISREG(st.st_mode)) {
         return fail(
@@ -51,7 +51,7 @@ Result<UniqueFd> open_regular(const std::string& path) {
 
 Result<std::string> read_bounded(int fd, size_t max_size) {
     const std::string too_large = "larger than " + std::to_string(max_size) + " bytes";
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd, &st) != 0) return fail_errno("fstat");
     if (static_cast<uint64_t>(st.st_size) > max_size) return fail(Error(too_large, EFBIG));
     std::string out;

@@ -10,7 +10,9 @@ namespace myr::hex {
 
 // Lower-case hex of `len` bytes.
 std::string encode(const void* data, size_t len);
-inline std::string encode(std::string_view bytes) { return encode(bytes.data(), bytes.size()); }
+inline std::string encode(std::string_view bytes) {
+    return encode(bytes.data(), bytes.size());
+}
 // Appends the two lower-case hex digits of one byte.
 void append(std::string& out, uint8_t byte);
 // The value of one hex digit (either case), -1 for anything else.

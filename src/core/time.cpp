@@ -33,7 +33,7 @@ std::string format_rfc3339(WallTime t, bool millis) {
         frac += 1000;
         secs -= 1;
     }
-    struct tm tm{};
+    struct tm tm {};
     gmtime_r(&secs, &tm);
     char buf[48];
     size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);

@@ -29,15 +29,15 @@ struct Request {
 };
 
 struct Progress {
-    uint64_t bytes = 0;          // in the spool file so far (a resumed part counts)
-    uint64_t total = 0;          // 0 = unknown (no Content-Length)
-    double percent = -1;         // -1 = unknown
+    uint64_t bytes = 0;   // in the spool file so far (a resumed part counts)
+    uint64_t total = 0;   // 0 = unknown (no Content-Length)
+    double percent = -1;  // -1 = unknown
     double bytes_per_second = 0;
 };
 
 struct Artifact {
-    std::string path;             // stateDir/spool/<content_hash_hex> (complete, fsynced)
-    std::string sha256_hex;       // computed over the whole file
+    std::string path;        // stateDir/spool/<content_hash_hex> (complete, fsynced)
+    std::string sha256_hex;  // computed over the whole file
     uint64_t size = 0;
 };
 

@@ -34,14 +34,25 @@ Duration backoff_delay(int failures, Duration base, Duration cap, double unit) {
 std::vector<std::pair<std::string, std::string>> offer_headers(
     const std::vector<std::pair<std::string, std::string>>& headers) {
     // RFC 9110 7.6.1 hop-by-hop headers, and what the downloader decides itself.
-    static constexpr std::string_view dropped[] = {
-        "connection", "keep-alive", "proxy-connection", "te",   "trailer",
-        "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization",
-        "host", "content-length", "range", "if-range", "expect"};
+    static constexpr std::string_view dropped[] = {"connection",
+                                                   "keep-alive",
+                                                   "proxy-connection",
+                                                   "te",
+                                                   "trailer",
+                                                   "transfer-encoding",
+                                                   "upgrade",
+                                                   "proxy-authenticate",
+                                                   "proxy-authorization",
+                                                   "host",
+                                                   "content-length",
+                                                   "range",
+                                                   "if-range",
+                                                   "expect"};
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& h : headers) {
-        const bool drop = std::any_of(std::begin(dropped), std::end(dropped),
-                                      [&](std::string_view d) { return text::iequals(h.first, d); });
+        const bool drop =
+            std::any_of(std::begin(dropped), std::end(dropped),
+                        [&](std::string_view d) { return text::iequals(h.first, d); });
         if (!drop) out.push_back(h);
     }
     return out;
@@ -169,8 +180,8 @@ class ClientFetcher final : public HttpFetcher {
     ClientFetcher(uv_loop_t* loop, loop::Scheduler& sched) : loop_(loop), sched_(sched) {}
     std::unique_ptr<HttpFetch> start(net::HttpRequest rq, net::HttpOptions o,
                                      net::HttpClient::Handlers h) override {
-        auto f = std::make_unique<ClientFetch>(loop_, sched_, std::move(rq), std::move(o),
-                                               std::move(h));
+        auto f =
+            std::make_unique<ClientFetch>(loop_, sched_, std::move(rq), std::move(o), std::move(h));
         f->start();
         return f;
     }
@@ -224,9 +235,8 @@ void HttpDownloader::Transfer::start() {
     last_report_ = sched_.now();
     auto checked = check_download_url(req_.url, opts_.policy);
     if (!checked) {
-        sched_.post(guard_.bind([this, e = checked.error()] {
-            deliver(fail(e.context("download")));
-        }));
+        sched_.post(
+            guard_.bind([this, e = checked.error()] { deliver(fail(e.context("download"))); }));
         return;
     }
     offer_ = url_ = *checked;
@@ -238,17 +248,15 @@ void HttpDownloader::Transfer::start() {
         return;
     }
     auto slot = std::make_shared<std::optional<Result<std::shared_ptr<SpoolFile>>>>();
-    sched_.post_work(
-        [slot, dir = opts_.state_dir, hex = req_.content_hash_hex] {
-            slot->emplace(SpoolFile::open(dir, hex));
-        },
-        guard_.bind([this, slot](bool cancelled) {
-            if (cancelled || !*slot) {
-                deliver(fail(Errc::cancelled, label() + ": cancelled"));
-                return;
-            }
-            prepare_done(std::move(**slot));
-        }));
+    sched_.post_work([slot, dir = opts_.state_dir,
+                      hex = req_.content_hash_hex] { slot->emplace(SpoolFile::open(dir, hex)); },
+                     guard_.bind([this, slot](bool cancelled) {
+                         if (cancelled || !*slot) {
+                             deliver(fail(Errc::cancelled, label() + ": cancelled"));
+                             return;
+                         }
+                         prepare_done(std::move(**slot));
+                     }));
 }
 
 void HttpDownloader::Transfer::prepare_done(Result<std::shared_ptr<SpoolFile>> r) {
@@ -305,8 +313,8 @@ void HttpDownloader::Transfer::send(std::shared_ptr<net::TlsConfig> tls) {
     // The client may not be destroyed inside its own handler: its answer is taken on a later
     // turn.
     ch.on_done = [this](Result<net::HttpResponse> res) {
-        sched_.post(guard_.bind(
-            [this, res = std::move(res)]() mutable { on_response(std::move(res)); }));
+        sched_.post(
+            guard_.bind([this, res = std::move(res)]() mutable { on_response(std::move(res)); }));
     };
     received_ = 0;
     base_ = 0;
@@ -355,7 +363,8 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
     std::optional<uint64_t> length;
     if (auto cl = head.header("Content-Length")) {
         const std::string s(*cl);
-        if (!s.empty() && s.size() <= 19 && s.find_first_not_of("0123456789") == std::string::npos) {
+        if (!s.empty() && s.size() <= 19 &&
+            s.find_first_not_of("0123456789") == std::string::npos) {
             length = std::stoull(s);
         }
     }
@@ -492,68 +501,68 @@ void HttpDownloader::Transfer::settle() {
     client_.reset();
     const Next n = std::exchange(next_, Next::none);
     switch (n) {
-    case Next::none:
-        return;
-    case Next::commit: {
-        finished_ = true;
-        auto slot = std::make_shared<std::optional<Result<Artifact>>>();
-        sched_.post_work([slot, file = file_] { slot->emplace(file->commit()); },
-                         guard_.bind([this, slot](bool cancelled) {
-                             finished_ = false;
-                             if (cancelled || !*slot) {
-                                 deliver(fail(Errc::cancelled, label() + ": cancelled"));
-                                 return;
-                             }
-                             if (!**slot) {
-                                 fail_with((*slot)->error().context(label()), true);
-                                 return;
-                             }
-                             deliver(std::move(**slot));
-                         }));
-        return;
-    }
-    case Next::restart:
-        // The server cannot continue the kept part: truncate it, then ask for the whole file.
-        reset_pending_ = true;
-        next_ = Next::request;
-        kick();
-        return;
-    case Next::request:
-        request();
-        return;
-    case Next::redirect: {
-        if (++redirects_ > kMaxRedirects) {
-            fail_with(Error(Errc::invalid, label() + ": more than " +
-                                               std::to_string(kMaxRedirects) + " redirects"),
-                      false);
+        case Next::none:
+            return;
+        case Next::commit: {
+            finished_ = true;
+            auto slot = std::make_shared<std::optional<Result<Artifact>>>();
+            sched_.post_work([slot, file = file_] { slot->emplace(file->commit()); },
+                             guard_.bind([this, slot](bool cancelled) {
+                                 finished_ = false;
+                                 if (cancelled || !*slot) {
+                                     deliver(fail(Errc::cancelled, label() + ": cancelled"));
+                                     return;
+                                 }
+                                 if (!**slot) {
+                                     fail_with((*slot)->error().context(label()), true);
+                                     return;
+                                 }
+                                 deliver(std::move(**slot));
+                             }));
             return;
         }
-        auto target = check_download_url(redirect_to_, opts_.policy);
-        if (!target) {
-            fail_with(target.error().context(label() + ": redirect"), false);
+        case Next::restart:
+            // The server cannot continue the kept part: truncate it, then ask for the whole file.
+            reset_pending_ = true;
+            next_ = Next::request;
+            kick();
+            return;
+        case Next::request:
+            request();
+            return;
+        case Next::redirect: {
+            if (++redirects_ > kMaxRedirects) {
+                fail_with(Error(Errc::invalid, label() + ": more than " +
+                                                   std::to_string(kMaxRedirects) + " redirects"),
+                          false);
+                return;
+            }
+            auto target = check_download_url(redirect_to_, opts_.policy);
+            if (!target) {
+                fail_with(target.error().context(label() + ": redirect"), false);
+                return;
+            }
+            url_ = *target;
+            request();
             return;
         }
-        url_ = *target;
-        request();
-        return;
-    }
-    case Next::retry: {
-        ++failures_;
-        if (failures_ >= opts_.max_tries) {
-            Error e = *outcome_error_;
-            fail_with(e.context("after " + std::to_string(failures_) + " tries"), false);
+        case Next::retry: {
+            ++failures_;
+            if (failures_ >= opts_.max_tries) {
+                Error e = *outcome_error_;
+                fail_with(e.context("after " + std::to_string(failures_) + " tries"), false);
+                return;
+            }
+            // Each try starts at the offered URL again with its own 3 redirects: a CDN that
+            // redirects every request to a fresh signed URL must not use up the offer's budget.
+            url_ = offer_;
+            redirects_ = 0;
+            const Duration wait = std::max(
+                backoff_delay(failures_, opts_.backoff_base, opts_.backoff_max, random_unit()),
+                std::min(std::exchange(retry_after_, Duration::zero()), opts_.backoff_max));
+            backoff_timer_->start(wait, [this] { request(); });
             return;
         }
-        // Each try starts at the offered URL again with its own 3 redirects: a CDN that
-        // redirects every request to a fresh signed URL must not use up the offer's budget.
-        url_ = offer_;
-        redirects_ = 0;
-        const Duration wait =
-            std::max(backoff_delay(failures_, opts_.backoff_base, opts_.backoff_max, random_unit()),
-                     std::min(std::exchange(retry_after_, Duration::zero()), opts_.backoff_max));
-        backoff_timer_->start(wait, [this] { request(); });
-        return;
-    }
     }
 }
 

@@ -122,8 +122,7 @@ Result<Url> check_download_url(std::string_view text, const UrlPolicy& policy) {
 
 std::string resolve_location(const Url& base, std::string_view location) {
     const size_t scheme_end = location.find("://");
-    if (scheme_end != std::string_view::npos &&
-        location.find_first_of("/?#") > scheme_end) {
+    if (scheme_end != std::string_view::npos && location.find_first_of("/?#") > scheme_end) {
         return std::string(location);
     }
     if (location.substr(0, 2) == "//") return base.scheme + ":" + std::string(location);

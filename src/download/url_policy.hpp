@@ -41,8 +41,9 @@ bool plain_http_allowed(const Url* endpoint, bool allow_insecure_transport);
 // directory and needs at least one more segment.
 bool below_prefix(const Url& url, const Url& prefix);
 
-// normalize_download_url, then plain-http and prefix. Messages read
-// `https://h/x: refused (rule prefix): not below any allowed download prefix (https://h/artifacts/)`.
+// normalize_download_url, then plain-http and prefix. A refusal reads (one line):
+//   https://h/x: refused (rule prefix): not below any allowed download prefix
+//   (https://h/artifacts/)
 [[nodiscard]] Result<Url> check_download_url(std::string_view text, const UrlPolicy& policy);
 
 // A Location header resolved against the URL it answered (absolute, scheme-relative "//h/p",

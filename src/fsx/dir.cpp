@@ -25,7 +25,7 @@ Result<UniqueFd> open_dir(const std::string& abs_path) {
     // lstat("/a/link/") follows the link: drop trailing slashes so the last component is checked.
     std::string path = abs_path;
     while (path.size() > 1 && path.back() == '/') path.pop_back();
-    struct stat before{};
+    struct stat before {};
     if (::lstat(path.c_str(), &before) != 0) return fail_errno("lstat");
     if (S_ISLNK(before.st_mode)) return fail(Error("refusing symlink", ELOOP));
     if (!S_ISDIR(before.st_mode)) {
@@ -34,7 +34,7 @@ Result<UniqueFd> open_dir(const std::string& abs_path) {
     }
     UniqueFd fd(::open(path.c_str(), kDirFlags));
     if (!fd) return fail_errno("open");
-    struct stat after{};
+    struct stat after {};
     if (::fstat(fd.get(), &after) != 0) return fail_errno("fstat");
     if (after.st_dev != before.st_dev || after.st_ino != before.st_ino) {
         return fail("directory was replaced while being opened");
@@ -60,7 +60,7 @@ Result<UniqueFd> open_dir_at(int dirfd, const std::string& name) {
     if (fd) return fd;
     int err = errno;
     // O_NOFOLLOW reports a symlink as ELOOP (or ENOTDIR with O_DIRECTORY): say what it is.
-    struct stat st{};
+    struct stat st {};
     if ((err == ELOOP || err == ENOTDIR) &&
         ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
         if (S_ISLNK(st.st_mode)) return fail(Error("refusing symlink", ELOOP));
@@ -76,7 +76,7 @@ Status make_dir_at(int dirfd, const std::string& name, mode_t mode, bool exist_o
     if (::mkdirat(dirfd, name.c_str(), mode) != 0) {
         int err = errno;
         if (err != EEXIST || !exist_ok) return fail_errno("mkdir", err);
-        struct stat st{};
+        struct stat st {};
         if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
             return fail_errno("lstat");
         }
@@ -101,7 +101,7 @@ Status fsync_dir(int dirfd) {
 
 Result<std::optional<struct stat>> stat_at(int dirfd, const std::string& name) {
     MYR_TRY(detail::check_name(name), "lstat");
-    struct stat st{};
+    struct stat st {};
     if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) return std::optional<struct stat>();
         return fail_errno("lstat");
@@ -219,7 +219,7 @@ Status empty_dir(int fd, int depth) {
     auto names = list_dir(fd);
     if (!names) return names.fail();
     for (const std::string& n : *names) {
-        struct stat st{};
+        struct stat st {};
         if (::fstatat(fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
             if (errno == ENOENT) continue;
             return fail_errno("lstat " + n);

@@ -113,7 +113,7 @@ Status write_file_atomic(int dirfd, const std::string& name, std::string_view da
 Result<UniqueFd> open_regular_at(int dirfd, const std::string& name) {
     MYR_TRY(detail::check_name(name), "open");
     // Type first, so a device or FIFO is never opened at all (opening can have side effects).
-    struct stat st{};
+    struct stat st {};
     if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail_errno("open");
     if (S_ISLNK(st.st_mode)) return fail(Error("refusing symlink", ELOOP));
     if (!S_ISREG(st.st_mode)) {

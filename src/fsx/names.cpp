@@ -34,7 +34,7 @@ uint64_t mix(uint64_t x) {
 
 std::string temp_name_for(const std::string& name) {
     static std::atomic<uint64_t> counter{0};
-    struct timespec ts{};
+    struct timespec ts {};
     ::clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t r = mix(counter.fetch_add(1) ^ (static_cast<uint64_t>(ts.tv_nsec) << 20) ^
                      static_cast<uint64_t>(ts.tv_sec) ^ (static_cast<uint64_t>(::getpid()) << 40));

@@ -11,9 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "hash/sha256_blocks.hpp"
-
 #include "core/hex.hpp"
+#include "hash/sha256_blocks.hpp"
 
 namespace myr::hash {
 

@@ -44,7 +44,8 @@ bool Loop::run_until(const std::function<bool()>& pred, Duration timeout) {
     // A guard timer wakes the loop at least every 10 ms so the predicate is re-checked even when no
     // other event arrives, and ends the wait at the deadline.
     Handle<uv_timer_t> guard(&loop_);
-    uv_timer_start(guard.get(), [](uv_timer_t*) noexcept {}, 10, 10);
+    uv_timer_start(
+        guard.get(), [](uv_timer_t*) noexcept {}, 10, 10);
     uint64_t deadline = uv_now(&loop_) + static_cast<uint64_t>(timeout.count());
     bool ok = pred();
     while (!ok) {

@@ -114,7 +114,8 @@ void HttpClient::Impl::start() {
     parser_ =
         std::make_unique<ResponseParser>(opts_.limits, std::move(ph), false, req_.method == "HEAD");
 
-    StreamOptions so = stream_to(req_.url, opts_.ca_file, opts_.allow_insecure_transport, opts_.tls_config);
+    StreamOptions so =
+        stream_to(req_.url, opts_.ca_file, opts_.allow_insecure_transport, opts_.tls_config);
     Stream::Handlers sh;
     sh.on_connected = [this] { on_connected(); };
     sh.on_data = [this](std::string_view d) { on_data(d); };

@@ -69,14 +69,15 @@ void load_tls_client(loop::Scheduler& sched, std::string ca_file,
                      std::function<void(Result<std::shared_ptr<TlsConfig>>)> done) {
     // The job owns its result slot: `work` fills it on the pool, `done` reads it on the loop.
     auto slot = std::make_shared<std::optional<Result<std::shared_ptr<TlsConfig>>>>();
-    sched.post_work([slot, ca_file = std::move(ca_file)] { slot->emplace(TlsConfig::client(ca_file)); },
-                    [slot, done = std::move(done)](bool cancelled) {
-                        if (cancelled || !slot->has_value()) {
-                            done(fail(Errc::cancelled, "TLS: load CA file: cancelled"));
-                            return;
-                        }
-                        done(std::move(**slot));
-                    });
+    sched.post_work(
+        [slot, ca_file = std::move(ca_file)] { slot->emplace(TlsConfig::client(ca_file)); },
+        [slot, done = std::move(done)](bool cancelled) {
+            if (cancelled || !slot->has_value()) {
+                done(fail(Errc::cancelled, "TLS: load CA file: cancelled"));
+                return;
+            }
+            done(std::move(**slot));
+        });
 }
 
 bool is_loopback_address(const std::string& numeric) {

@@ -27,7 +27,7 @@ struct StreamOptions {
     std::string host;  // a name, an IPv4 literal or an IPv6 literal without brackets
     uint16_t port = 0;
     bool tls = false;
-    std::string ca_file;          // "" = system store
+    std::string ca_file;  // "" = system store
     // When set, used instead of reading ca_file: the CA bundle parsed once (off the loop, by
     // load_tls_client) and shared by every connection of one configuration.
     std::shared_ptr<TlsConfig> tls_config;

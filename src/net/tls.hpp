@@ -57,8 +57,8 @@ class TlsSession {
     // Returns true once the peer has sent close_notify.
     [[nodiscard]] Result<bool> pump(std::string& plaintext);
     bool handshake_done() const;
-    // Whether the configuration still holds its parsed CA certificates (a client's own configuration
-    // drops them after the handshake; see tls.cpp).
+    // Whether the configuration still holds its parsed CA certificates (a client's own
+    // configuration drops them after the handshake; see tls.cpp).
     bool holds_trust_anchors() const;
     // Encrypts application data (only after the handshake).
     [[nodiscard]] Status write(std::string_view plaintext);

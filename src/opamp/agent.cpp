@@ -65,7 +65,7 @@ std::string resolve_host_name(const std::string& configured) {
 }
 
 std::string host_arch() {
-    struct utsname u{};
+    struct utsname u {};
     if (uname(&u) != 0) return "";
     const std::string m = u.machine;
     if (m == "x86_64") return "amd64";
@@ -393,12 +393,13 @@ void Agent::on_closed(TransportClosed info) {
     // The close code goes with a local error too: 1008 (our write budget) and 1009 (the message
     // cap) are how an operator tells a budget refusal from a lost connection.
     const bool telling_code = info.code != 0 && info.code != 1006;
-    std::string why = info.http_status ? "HTTP " + std::to_string(info.http_status)
-                      : !info.error.empty()
-                          ? info.error + (telling_code ? " (close " + std::to_string(info.code) + ")"
-                                                       : std::string())
-                          : "closed with code " + std::to_string(info.code) +
-                                (info.reason.empty() ? "" : " (" + info.reason + ")");
+    std::string why =
+        info.http_status ? "HTTP " + std::to_string(info.http_status)
+        : !info.error.empty()
+            ? info.error +
+                  (telling_code ? " (close " + std::to_string(info.code) + ")" : std::string())
+            : "closed with code " + std::to_string(info.code) +
+                  (info.reason.empty() ? "" : " (" + info.reason + ")");
     if (was == State::connected && !immediate_used_) {
         immediate_used_ = true;
         schedule_reconnect(Duration(0), why);

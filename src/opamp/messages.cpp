@@ -1,8 +1,8 @@
 #include "opamp/messages.hpp"
 
 #include <cstdint>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 

@@ -133,7 +133,7 @@ PersistentStateWatcher::PersistentStateWatcher(loop::Scheduler& sched, std::stri
 PersistentStateWatcher::~PersistentStateWatcher() = default;
 
 std::string PersistentStateWatcher::stat_key() const {
-    struct stat st{};
+    struct stat st {};
     if (lstat(path_.c_str(), &st) != 0) return "errno " + std::to_string(errno);
     return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
            std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +

@@ -71,7 +71,7 @@ struct Captured {
     int wait_status = 0;
     std::string output;  // stdout and stderr interleaved, at most `max_output` bytes
     bool truncated = false;
-    long max_rss_kib = 0;  // the process's peak resident set (wait4's ru_maxrss)
+    long max_rss_kib = 0;   // the process's peak resident set (wait4's ru_maxrss)
     int exit_code() const;  // -1 when it ended by a signal
 };
 
@@ -93,6 +93,6 @@ using CaptureCallback = std::function<void(Result<Captured>)>;
 // pid (also its process group), or -1 when none was started, so that an owner that gives up early
 // can kill the group; the callback still runs once the process has ended.
 pid_t run_capture(Reaper& reaper, loop::Scheduler& sched, const std::vector<std::string>& argv,
-                 const CaptureOptions& opts, CaptureCallback callback);
+                  const CaptureOptions& opts, CaptureCallback callback);
 
 }  // namespace myr::proc

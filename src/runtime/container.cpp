@@ -194,8 +194,8 @@ service::CriticalSection* ContainerRuntime::start_installer() {
     const journal::SeedOutcome& seeded = *seeded_;
     auto vol = std::shared_ptr<store::Volume>(volume_, &volume_->store);
     auto j = std::shared_ptr<journal::Journal>(volume_, &volume_->journal);
-    volume_ops_ = std::make_unique<update::StoreVolumeOps>(sched_, vol, j,
-                                                           cfg_.collector.keep_versions);
+    volume_ops_ =
+        std::make_unique<update::StoreVolumeOps>(sched_, vol, j, cfg_.collector.keep_versions);
     stager_ = std::make_unique<ExtractStager>(sched_, vol, extract_limits(cfg_));
     downloader_ = std::make_unique<download::HttpDownloader>(
         loop_.get(), sched_, downloader_options(cfg_, volume_->state));

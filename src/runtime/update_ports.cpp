@@ -40,8 +40,8 @@ std::unique_ptr<update::Step> HttpHealthProbe::get(const Url& url, Duration time
         if (!r) return done(r.fail());
         done(r->head.status);
     };
-    auto client = std::make_unique<net::HttpClient>(loop_, sched_, std::move(req), opts,
-                                                    std::move(h));
+    auto client =
+        std::make_unique<net::HttpClient>(loop_, sched_, std::move(req), opts, std::move(h));
     client->start();
     return client;
 }

@@ -32,8 +32,7 @@ class SigstoreVerifier : public update::Verifier {
     SigstoreVerifier(loop::Scheduler& sched, std::string trusted_root_file,
                      verify::Identity identity)
         : sched_(sched), root_file_(std::move(trusted_root_file)), identity_(std::move(identity)) {}
-    std::unique_ptr<update::Step> verify(Request request,
-                                         update::Callback<Verified> done) override;
+    std::unique_ptr<update::Step> verify(Request request, update::Callback<Verified> done) override;
 
   private:
     loop::Scheduler& sched_;

@@ -208,10 +208,9 @@ void ChildService::stop(Done done) {
     stop_waiters_.push_back(std::move(done));
     // The whole group: the supervisor and the collector it started get the signal together.
     procs_.signal(-pid_, settings_.stop_signal);
-    log::info("stopping child",
-              {{"pid", pid_},
-               {"signal", settings_.stop_signal == SIGINT ? "INT" : "TERM"},
-               {"timeout", format_duration(settings_.stop_timeout)}});
+    log::info("stopping child", {{"pid", pid_},
+                                 {"signal", settings_.stop_signal == SIGINT ? "INT" : "TERM"},
+                                 {"timeout", format_duration(settings_.stop_timeout)}});
     kill_timer_->start(settings_.stop_timeout, [this] {
         killed_ = true;
         procs_.signal(-pid_, SIGKILL);

@@ -19,7 +19,6 @@
 #include <sys/types.h>
 
 #include <csignal>
-
 #include <functional>
 #include <memory>
 #include <string>

@@ -114,9 +114,9 @@ class RunningPreflight final : public loop::Step {
     // The run was killed at its timeout: Errc::timeout, with what it had printed.
     bool timed_out(const std::string& what, const proc::Captured& c) {
         if (!timed_out_) return false;
-        fail_with(Errc::timeout,
-                  with_output(what + " timed out after " + format_duration(timeout_) + " (killed)",
-                              c));
+        fail_with(
+            Errc::timeout,
+            with_output(what + " timed out after " + format_duration(timeout_) + " (killed)", c));
         return true;
     }
 
@@ -134,26 +134,23 @@ class RunningPreflight final : public loop::Step {
         if (d) d(std::move(r));
     }
 
-    void fail_with(Errc code, std::string message) {
-        finish(fail(code, "preflight: " + message));
-    }
+    void fail_with(Errc code, std::string message) { finish(fail(code, "preflight: " + message)); }
 
     void on_version(Result<proc::Captured> r) {
         const std::string what = cmd("--version");
         if (!r) return finish(r.fail("preflight"));
         if (timed_out(what, *r)) return;
         if (r->exit_code() != 0) {
-            return fail_with(Errc::process,
-                             with_output(what + " ended with " + proc::describe_status(
-                                                                     r->wait_status),
-                                         *r));
+            return fail_with(
+                Errc::process,
+                with_output(what + " ended with " + proc::describe_status(r->wait_status), *r));
         }
         auto v = store::version_from_output(r->output);
         if (!v) return fail_with(Errc::invalid, with_output(what + " printed no version", *r));
         const std::string expected = canonical(req_.expected_version);
         if (*v != expected) {
-            return fail_with(Errc::invalid, what + " reports version " + *v + ", expected " +
-                                                expected);
+            return fail_with(Errc::invalid,
+                             what + " reports version " + *v + ", expected " + expected);
         }
         report_.version = *v;
         if (req_.validate_args.empty()) return finish(report_);  // nothing to validate with
@@ -172,10 +169,9 @@ class RunningPreflight final : public loop::Step {
             std::chrono::duration_cast<Duration>(sched_.now() - validate_started_);
         report_.peak_rss_kib = r->max_rss_kib;
         if (r->exit_code() != 0) {
-            return fail_with(Errc::process,
-                             with_output("validate (" + what + ") ended with " +
-                                             proc::describe_status(r->wait_status),
-                                         *r));
+            return fail_with(Errc::process, with_output("validate (" + what + ") ended with " +
+                                                            proc::describe_status(r->wait_status),
+                                                        *r));
         }
         log::info("preflight passed", {{"binary", req_.binary},
                                        {"version", report_.version},

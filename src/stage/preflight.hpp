@@ -24,18 +24,18 @@ class Scheduler;
 namespace myr::stage {
 
 struct PreflightRequest {
-    std::string binary;                     // absolute path of the staged binary
-    std::string expected_version;           // canonical, as offered
+    std::string binary;                      // absolute path of the staged binary
+    std::string expected_version;            // canonical, as offered
     std::vector<std::string> validate_args;  // collector.validateArgs with {config} substituted
-    uid_t uid = 0;                          // run as (the supervisor's user)
+    uid_t uid = 0;                           // run as (the supervisor's user)
     gid_t gid = 0;
     Duration version_timeout = std::chrono::seconds(10);
     Duration validate_timeout = std::chrono::seconds(60);
 };
 
 struct PreflightReport {
-    std::string version;     // what --version printed, parsed
-    long peak_rss_kib = 0;   // of the validate run (getrusage of the child), for the log
+    std::string version;    // what --version printed, parsed
+    long peak_rss_kib = 0;  // of the validate run (getrusage of the child), for the log
     Duration validate_time{};
 };
 

@@ -5,15 +5,29 @@
  * mirror zstd's public API at the ABI level: pointers and size_t. */
 #include <stddef.h>
 
-void* ZSTD_createDStream(void) { return NULL; }
-size_t ZSTD_freeDStream(void* zds) { (void)zds; return 0; }
-size_t ZSTD_initDStream(void* zds) { (void)zds; return (size_t)-1; }
-size_t ZSTD_decompressStream(void* zds, void* output, void* input) {
-    (void)zds; (void)output; (void)input;
+void* ZSTD_createDStream(void) {
+    return NULL;
+}
+size_t ZSTD_freeDStream(void* zds) {
+    (void)zds;
+    return 0;
+}
+size_t ZSTD_initDStream(void* zds) {
+    (void)zds;
     return (size_t)-1;
 }
-size_t ZSTD_DStreamOutSize(void) { return 128 * 1024; }
-unsigned ZSTD_isError(size_t code) { return code > (size_t)-120; }
+size_t ZSTD_decompressStream(void* zds, void* output, void* input) {
+    (void)zds;
+    (void)output;
+    (void)input;
+    return (size_t)-1;
+}
+size_t ZSTD_DStreamOutSize(void) {
+    return 128 * 1024;
+}
+unsigned ZSTD_isError(size_t code) {
+    return code > (size_t)-120;
+}
 const char* ZSTD_getErrorName(size_t code) {
     (void)code;
     return "zstd is not available in this build";

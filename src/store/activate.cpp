@@ -259,7 +259,8 @@ Result<Activation> activate(const Volume& vol, const ActivateRequest& req, const
                 MYR_TRY(stage_adopt(vol, st, &sha, &size), "stage");
             }
             if (!expected_hex.empty() && sha != expected_hex) {
-                return fail(Errc::integrity, "stage: SHA-256 " + sha + " differs from the expected " + expected_hex);
+                return fail(Errc::integrity,
+                            "stage: SHA-256 " + sha + " differs from the expected " + expected_hex);
             }
             m.sha256 = sha;
             m.size = size;

@@ -99,7 +99,7 @@ Result<Candidate> open_candidate(const Volume& vol, const std::string& version) 
     const std::string bin_path = "versions/" + version + "/" + vol.binary();
     auto bin = fsx::open_regular_at(dir->get(), vol.binary());
     if (!bin) return bin.fail(bin_path);
-    struct stat st{};
+    struct stat st {};
     if (::fstat(bin->get(), &st) != 0) return fail_errno(bin_path + ": fstat");
     if ((st.st_mode & S_IXUSR) == 0) return fail(bin_path + ": not executable");
     if (static_cast<uint64_t>(st.st_size) != marker->size) {

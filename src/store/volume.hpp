@@ -14,8 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "core/result.hpp"
 #include "core/fd.hpp"
+#include "core/result.hpp"
 #include "store/marker.hpp"
 
 namespace myr::store {

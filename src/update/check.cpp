@@ -93,8 +93,9 @@ ArtifactVerdict check_artifact(const OfferedFile& file, const std::string& sha25
     using Kind = ArtifactVerdict::Kind;
     const std::string expected = hex::encode(file.content_hash);
     if (sha256_hex != expected) {
-        return {Kind::refused, {Failure::integrity, "content hash mismatch: offered " + expected +
-                                                        ", downloaded " + sha256_hex}};
+        return {Kind::refused,
+                {Failure::integrity,
+                 "content hash mismatch: offered " + expected + ", downloaded " + sha256_hex}};
     }
     if (!file.signature.empty()) return {Kind::verify, {}};
     if (!require_signature) return {Kind::unsigned_allowed, {}};

@@ -52,9 +52,9 @@ void Installer::offer_during_install(Offer o) {
     for (const OfferedPackage& p : o.packages) {
         if (p.top_level) version = p.version;
     }
-    log::info("update: newer offer remembered", {{"state", to_string(state_)},
-                                                  {"version", version},
-                                                  {"running_version", pkg_->version}});
+    log::info(
+        "update: newer offer remembered",
+        {{"state", to_string(state_)}, {"version", version}, {"running_version", pkg_->version}});
     pending_ = std::move(o);
     post(Event::cancel, {Failure::cancelled, "superseded by the offer of " + version});
 }
@@ -326,7 +326,8 @@ void Installer::roll_back() {
         rolled_ = std::move(r);
         post(rolled_.healthy ? Event::done : Event::failed);
     });
-    rollback_.start(from_, [this] { ledger_.set_active_version(from_); }, std::move(done));
+    rollback_.start(
+        from_, [this] { ledger_.set_active_version(from_); }, std::move(done));
 }
 
 void Installer::finish_rollback() {
@@ -347,9 +348,9 @@ void Installer::finish_rollback() {
 // The end of a failed install: a clean-up that fails is logged, and idle follows either way.
 void Installer::finish(VolumeOps::Finish f, const char* what) {
     step_ = ports_.volume.finish(std::move(f), bound([this, what](Status st) {
-        if (!st) log::warn(what, {{"error", st.error().message()}});
-        post(st ? Event::done : Event::failed);
-    }));
+                                     if (!st) log::warn(what, {{"error", st.error().message()}});
+                                     post(st ? Event::done : Event::failed);
+                                 }));
 }
 
 void Installer::shutdown() {
@@ -383,12 +384,13 @@ void Installer::log_state(State from, State to) const {
     log::Level level = to == State::failed || to == State::rolling_back || to == State::rolled_back
                            ? log::Level::warn
                            : log::Level::info;
-    log::write_kind(level, "update: state", to_string(to),
-               {{"state", to_string(to)},
-                {"from", to_string(from)},
-                {"version", pkg_ ? pkg_->version : std::string()},
-                {"hash", pkg_ ? hex::encode(pkg_->hash) : std::string()},
-                {"reason", to == State::failed || to == State::rolling_back ? why_.text : ""}});
+    log::write_kind(
+        level, "update: state", to_string(to),
+        {{"state", to_string(to)},
+         {"from", to_string(from)},
+         {"version", pkg_ ? pkg_->version : std::string()},
+         {"hash", pkg_ ? hex::encode(pkg_->hash) : std::string()},
+         {"reason", to == State::failed || to == State::rolling_back ? why_.text : ""}});
 }
 
 }  // namespace myr::update

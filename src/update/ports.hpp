@@ -139,8 +139,8 @@ struct Attempt {
     std::string package_hash_hex;  // of the offered package ("" when the offer had none)
     std::string version;
     Outcome outcome = Outcome::failed;  // its words in the file: state_files.cpp
-    std::string reason;   // one line; "" when installed
-    std::string at;       // RFC 3339
+    std::string reason;                 // one line; "" when installed
+    std::string at;                     // RFC 3339
     bool operator==(const Attempt&) const = default;
 };
 
@@ -161,9 +161,9 @@ struct Installed {
 
 // What the volume says before an install.
 struct Inspection {
-    std::string active;        // the version `current` names ("" when none)
+    std::string active;  // the version `current` names ("" when none)
     bool active_intact = false;
-    std::string previous;      // the active marker's previousVersion
+    std::string previous;  // the active marker's previousVersion
     std::optional<Attempt> last_attempt;
 };
 

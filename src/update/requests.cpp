@@ -49,8 +49,7 @@ std::vector<HealthCheck> health_checks(const Settings& s) {
 }
 
 RoundsSettings rounds_settings(const Settings& s) {
-    return RoundsSettings{s.health_timeout, s.health_successes, s.health_interval,
-                          s.probe_timeout};
+    return RoundsSettings{s.health_timeout, s.health_successes, s.health_interval, s.probe_timeout};
 }
 
 CheckPolicy check_policy(const Settings& s) {

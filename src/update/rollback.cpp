@@ -8,8 +8,8 @@ std::string rolled_back_reason(const std::string& why, const std::string& from,
                                const RollbackResult& r) {
     if (!r.switched) return why + "; rollback failed: " + r.failure;
     if (!r.healthy) {
-        return why + "; rolled back to " + from + ", which fails its health check too: " +
-               r.failure;
+        return why + "; rolled back to " + from +
+               ", which fails its health check too: " + r.failure;
     }
     return why + "; rolled back to " + from;
 }

@@ -169,10 +169,9 @@ namespace {
 Result<PackageReport> parse_status(json_object* o) {
     if (!json_object_is_type(o, json_type_object)) return fail(Errc::invalid, "not an object");
     PackageReport p;
-    for (auto [key, field] : {std::pair{"name", &p.name},
-                              std::pair{"agentHasVersion", &p.agent_has_version},
-                              std::pair{"offeredVersion", &p.offered_version},
-                              std::pair{"error", &p.error}}) {
+    for (auto [key, field] :
+         {std::pair{"name", &p.name}, std::pair{"agentHasVersion", &p.agent_has_version},
+          std::pair{"offeredVersion", &p.offered_version}, std::pair{"error", &p.error}}) {
         auto v = string_field(o, key);
         if (!v) return v.fail();
         *field = std::move(v.value());
@@ -255,8 +254,8 @@ Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
     // The in-progress record names the offer; an unreadable one costs only the "failed before"
     // rule for this offer.
     if (auto prev = load_attempt(dir); prev && prev->has_value() &&
-                                     (*prev)->outcome == Outcome::in_progress &&
-                                     (*prev)->version == a.version) {
+                                       (*prev)->outcome == Outcome::in_progress &&
+                                       (*prev)->version == a.version) {
         a.package_hash_hex = (*prev)->package_hash_hex;
     }
     MYR_TRY(store_attempt(dir, a), "record the interrupted update");

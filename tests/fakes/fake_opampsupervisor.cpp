@@ -275,8 +275,9 @@ int main(int argc, char** argv) {
             return exit_code;
         }
         if (bootstrap_failed && now >= bootstrap_until) {
-            std::printf("fake-opampsupervisor: starting the supervisor: could not get bootstrap "
-                        "info from the Collector\n");
+            std::printf(
+                "fake-opampsupervisor: starting the supervisor: could not get bootstrap "
+                "info from the Collector\n");
             std::fflush(stdout);
             return 1;
         }

@@ -31,7 +31,8 @@ void check_admitted(const Url& u) {
     if (!below) std::abort();
     const std::string_view path = std::string_view(u.path).substr(0, u.path.find('?'));
     if (path.find("/../") != std::string_view::npos || path.find("/./") != std::string_view::npos ||
-        path.ends_with("/..") || path.ends_with("/.") || path.find('\\') != std::string_view::npos) {
+        path.ends_with("/..") || path.ends_with("/.") ||
+        path.find('\\') != std::string_view::npos) {
         std::abort();
     }
     for (char c : u.str()) {

@@ -12,6 +12,7 @@
 // figures come from a 10 ms repeating timer on the same loop: how late it fired, which is how
 // long a probe answer (/healthz) would have waited for the loop during the download.
 #include <sys/resource.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include <algorithm>
@@ -19,13 +20,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
-
-#include <fstream>
 
 #include "download/http_downloader.hpp"
 #include "health/probe_server.hpp"
@@ -133,8 +131,8 @@ int main(int argc, char** argv) {
         constexpr auto tick = std::chrono::milliseconds(10);
         probe->start_repeating(tick, [&] {
             const auto now = std::chrono::steady_clock::now();
-            lag_ms.push_back(
-                std::max(0.0, std::chrono::duration<double, std::milli>(now - last - tick).count()));
+            lag_ms.push_back(std::max(
+                0.0, std::chrono::duration<double, std::milli>(now - last - tick).count()));
             last = now;
         });
         Downloader::Handlers h;

@@ -29,8 +29,8 @@
 // url, sha256 (hex of the artifact: DownloadableFile.content_hash), hash (the package hash, hex;
 // default = sha256), type (0 TopLevel, 1 Addon), signature_file (its bytes are
 // DownloadableFile.signature, a Sigstore bundle), header (`Name: value`, repeatable),
-// all_hash (PackagesAvailable.all_packages_hash, hex; default = hash). Several release= actions in one
-// ACTIONS make one offer of several packages.
+// all_hash (PackagesAvailable.all_packages_hash, hex; default = hash). Several release= actions in
+// one ACTIONS make one offer of several packages.
 //
 // --refuse-all answers every upgrade with STATUS and, when given, the literal Retry-After text
 // (seconds, an HTTP date, or anything else).

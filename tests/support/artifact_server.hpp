@@ -22,15 +22,13 @@ class ArtifactServer {
     explicit ArtifactServer(const std::string& dir, const std::string& tls_cert = "",
                             const std::string& tls_key = "")
         : dir_(dir) {
-        std::vector<std::string> argv = {"python3",
-                                         source_dir() + "/tests/servers/artifact_server.py",
-                                         "--dir",
-                                         dir,
-                                         "--port-file",
-                                         dir + "/port",
-                                         "--stats",
-                                         dir + "/stats.json"};
-        if (!tls_cert.empty()) argv.insert(argv.end(), {"--tls-cert", tls_cert, "--tls-key", tls_key});
+        std::vector<std::string> argv = {
+            "python3",     source_dir() + "/tests/servers/artifact_server.py",
+            "--dir",       dir,
+            "--port-file", dir + "/port",
+            "--stats",     dir + "/stats.json"};
+        if (!tls_cert.empty())
+            argv.insert(argv.end(), {"--tls-cert", tls_cert, "--tls-key", tls_key});
         proc_.emplace(Process::spawn(argv));
         REQUIRE(wait_until([&] { return exists(dir + "/port"); }, 10s));
         port_ = std::stoi(read_file(dir + "/port"));
@@ -59,7 +57,8 @@ class ArtifactServer {
     size_t requests() const {
         const std::string s = stats();
         size_t n = 0;
-        for (size_t at = s.find("\"path\""); at != std::string::npos; at = s.find("\"path\"", at + 1)) {
+        for (size_t at = s.find("\"path\""); at != std::string::npos;
+             at = s.find("\"path\"", at + 1)) {
             ++n;
         }
         return n;

@@ -29,7 +29,9 @@ struct CurrentCase : doctest::IReporter {
 
 }  // namespace
 
-const std::string& current_test_case() { return current_case; }
+const std::string& current_test_case() {
+    return current_case;
+}
 
 }  // namespace myr::test
 

@@ -2,8 +2,8 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
-#include <elf.h>
 #include <doctest/doctest.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -39,8 +39,12 @@ std::string env_path(const char* name) {
     return v;
 }
 
-std::string updater_bin() { return env_path("MYRIARCH_BIN"); }
-std::string source_dir() { return env_path("MYRIARCH_SOURCE_DIR"); }
+std::string updater_bin() {
+    return env_path("MYRIARCH_BIN");
+}
+std::string source_dir() {
+    return env_path("MYRIARCH_SOURCE_DIR");
+}
 
 std::string shared_dir() {
     const char* v = std::getenv("MYRIARCH_SHARED_DIR");
@@ -57,7 +61,8 @@ bool strict_mode() {
 
 void report_skip(const std::string& why) {
     // Strict mode fails the case, with no marker: the case then counts as failed, not skipped.
-    if (strict_mode()) FAIL("a prerequisite is missing and MYR_TEST_STRICT=1 forbids skips: " << why);
+    if (strict_mode())
+        FAIL("a prerequisite is missing and MYR_TEST_STRICT=1 forbids skips: " << why);
     // One line, flushed at once, so that a crash later in the run cannot lose it.
     // Tabs separate the fields: test case names contain ": " but never a tab.
     std::string line = "MYR-SKIP\t" + current_test_case() + "\t" + why + "\n";
@@ -78,7 +83,9 @@ std::vector<std::string> list_dir(const std::string& dir) {
     return out;
 }
 
-bool is_root() { return ::geteuid() == 0; }
+bool is_root() {
+    return ::geteuid() == 0;
+}
 
 bool can_unshare_pid() {
     static int cached = -1;
@@ -157,8 +164,8 @@ namespace {
 
 // A cross build's tests run under qemu-user (the meson exe_wrapper), and this machine has no
 // binfmt_misc entry for the target (a container cannot register one): a program of the target
-// started from a test would fail with ENOEXEC. MYRIARCH_EXEC_WRAPPER (tests/meson.build sets it in a
-// cross build, from the cross file) is put in front of argv[0] when argv[0] is an ELF file for
+// started from a test would fail with ENOEXEC. MYRIARCH_EXEC_WRAPPER (tests/meson.build sets it in
+// a cross build, from the cross file) is put in front of argv[0] when argv[0] is an ELF file for
 // another machine than the host's; host programs (sh, openssl, node) run as they are.
 std::vector<std::string> with_exec_wrapper(const std::vector<std::string>& argv) {
     const char* wrapper = std::getenv("MYRIARCH_EXEC_WRAPPER");
@@ -233,7 +240,9 @@ Process Process::spawn(const std::vector<std::string>& argv_in, const SpawnOptio
     return p;
 }
 
-Process::Process(Process&& o) noexcept { *this = std::move(o); }
+Process::Process(Process&& o) noexcept {
+    *this = std::move(o);
+}
 
 Process& Process::operator=(Process&& o) noexcept {
     std::swap(pid_, o.pid_);
@@ -265,7 +274,9 @@ std::optional<int> Process::wait(Millis timeout) {
     }
 }
 
-bool Process::running() { return !wait(0ms).has_value(); }
+bool Process::running() {
+    return !wait(0ms).has_value();
+}
 
 void Process::signal(int sig) {
     if (pid_ > 0 && !status_) ::kill(pid_, sig);
@@ -282,8 +293,12 @@ void Process::kill_now() {
     wait(5s);
 }
 
-std::string Process::out() const { return read_file(out_path_); }
-std::string Process::err() const { return read_file(err_path_); }
+std::string Process::out() const {
+    return read_file(out_path_);
+}
+std::string Process::err() const {
+    return read_file(err_path_);
+}
 
 RunResult run(const std::vector<std::string>& argv, Millis timeout, const SpawnOptions& opts) {
     Process p = Process::spawn(argv, opts);
@@ -436,7 +451,8 @@ HttpResponse http_get(const std::string& host, int port, const std::string& path
         ::close(fd);
         return resp;
     }
-    std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n";
+    std::string req =
+        "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n";
     if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
         resp.error = "send failed";
         ::close(fd);

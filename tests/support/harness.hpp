@@ -19,14 +19,15 @@ using Millis = std::chrono::milliseconds;
 
 // Paths handed in by meson (tests/meson.build): the binary under test and the stand-ins.
 std::string env_path(const char* name);  // fails the test when unset
-std::string updater_bin();                // $MYRIARCH_BIN
-std::string source_dir();                 // $MYRIARCH_SOURCE_DIR
-std::string shared_dir();                 // ../shared beside the project ("" when absent)
+std::string updater_bin();               // $MYRIARCH_BIN
+std::string source_dir();                // $MYRIARCH_SOURCE_DIR
+std::string shared_dir();                // ../shared beside the project ("" when absent)
 
 // A test case whose prerequisite this machine lacks calls MYR_SKIP(why) (or report_skip and
-// returns). It prints the marker line `MYR-SKIP<TAB><test case><TAB><why>`, which tests/summarize.py
-// counts as skipped: doctest alone would count the case as passed. Under MYR_TEST_STRICT=1 (set by
-// .ci/run, which installs every prerequisite) a skip fails the case instead, so CI skips nothing.
+// returns). It prints the marker line `MYR-SKIP<TAB><test case><TAB><why>`, which
+// tests/summarize.py counts as skipped: doctest alone would count the case as passed. Under
+// MYR_TEST_STRICT=1 (set by .ci/run, which installs every prerequisite) a skip fails the case
+// instead, so CI skips nothing.
 #define MYR_SKIP(why)                                   \
     do {                                                \
         std::ostringstream myr_skip_text_;              \
@@ -35,7 +36,7 @@ std::string shared_dir();                 // ../shared beside the project ("" wh
         return;                                         \
     } while (0)
 void report_skip(const std::string& why);
-bool strict_mode();                       // MYR_TEST_STRICT=1
+bool strict_mode();                      // MYR_TEST_STRICT=1
 const std::string& current_test_case();  // set by the listener in doctest_main.cpp
 
 bool is_root();
@@ -44,7 +45,7 @@ bool can_unshare_pid();
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class TempDir {
-public:
+  public:
     TempDir();
     ~TempDir();
     TempDir(const TempDir&) = delete;
@@ -52,7 +53,7 @@ public:
     const std::string& path() const { return path_; }
     std::string operator/(const std::string& name) const { return path_ + "/" + name; }
 
-private:
+  private:
     std::string path_;
 };
 
@@ -73,7 +74,7 @@ struct SpawnOptions {
 
 // A child process whose stdout and stderr go to files (no pipe can fill up and block it).
 class Process {
-public:
+  public:
     static Process spawn(const std::vector<std::string>& argv, const SpawnOptions& opts = {});
     Process(Process&& o) noexcept;
     Process& operator=(Process&& o) noexcept;
@@ -89,7 +90,7 @@ public:
     std::string out() const;     // everything written to stdout so far
     std::string err() const;     // everything written to stderr so far
 
-private:
+  private:
     Process() = default;
     pid_t pid_ = -1;
     std::optional<int> status_;

@@ -48,7 +48,8 @@ std::string UpdaterConfig::yaml() const {
            field("keepVersions", number(keep_versions)) +
            (collector_health_url ? "  healthUrl: " + quote(*collector_health_url) + "\n" : "") +
            field("configFile", config_file) + "supervisor:\n" + field("storageDir", storage_dir) +
-           (supervisor_health_off ? "  healthUrl: \"\"\n" : field("healthUrl", supervisor_health_url)) +
+           (supervisor_health_off ? "  healthUrl: \"\"\n"
+                                  : field("healthUrl", supervisor_health_url)) +
            "container:\n" + "  supervisorCommand: [" + command + "]\n" +
            field("seedBinary", seed_binary) + field("seedPolicy", seed_policy) +
            field("stopSignal", stop_signal) + field("stopTimeout", stop_timeout) +

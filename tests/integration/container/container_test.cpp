@@ -187,8 +187,9 @@ TEST_CASE("container: stopSignal reaches an upstream-like supervisor's group; bo
         CAPTURE(sig);
         TempDir dir;
         UpdaterConfig s = settings(dir);
-        s.supervisor_command = {fake_supervisor(), "--upstream-signals", "--signals-file",
-                                dir / "signals", "--agent", env_path("MYRIARCH_FAKE_OTELCOL")};
+        s.supervisor_command = {fake_supervisor(), "--upstream-signals",
+                                "--signals-file",  dir / "signals",
+                                "--agent",         env_path("MYRIARCH_FAKE_OTELCOL")};
         s.stop_signal = sig;
         Updater u = start(dir, s);
         REQUIRE(wait_until(

@@ -136,8 +136,8 @@ Outcome under_attack(const char* name, Rig& rig, opamp::Server& server, Attack a
     }
     o.log = u.log();
     CHECK_MESSAGE(o.exit_code == 0, name << ": exit " << o.exit_code << "; log:\n" << o.log);
-    CHECK_MESSAGE(o.stop_time < kStopBound, name << ": SIGTERM took " << o.stop_time.count()
-                                                 << " ms");
+    CHECK_MESSAGE(o.stop_time < kStopBound,
+                  name << ": SIGTERM took " << o.stop_time.count() << " ms");
     return o;
 }
 
@@ -183,8 +183,7 @@ TEST_CASE("hostile server: reports to a server that never reads are cut off at 1
     Rig rig;
     // 32 packages with 16 KiB names: every full report then echoes 512 KiB of statuses, and a
     // stream of ReportFullState asks for one each turn while nothing is read.
-    opamp::Server server(rig.dir,
-                         {"--on", "1:flood=bignames,16384+stop_reading+stream=full,8"});
+    opamp::Server server(rig.dir, {"--on", "1:flood=bignames,16384+stop_reading+stream=full,8"});
     configure(rig, server);
     Outcome o = under_attack(
         "ReportFullState flood with 512 KiB reports, never reads", rig, server,
@@ -275,11 +274,10 @@ TEST_CASE("hostile server: refusals that say 'retry now' keep to the backoff sch
         Prober probe(rig.health_port());
         REQUIRE(server.wait_events(f.args[0] == "--each" ? "open" : "rejected", 1, 20s));
         std::this_thread::sleep_for(20s - (Clock::now() - t0));
-        const size_t attempts =
-            server.events("rejected").size() + server.events("open").size();
+        const size_t attempts = server.events("rejected").size() + server.events("open").size();
         probe.stop();
-        std::printf("hostile: %s: %zu connection attempts in 20 s; /healthz max %lld ms\n",
-                    f.name, attempts, static_cast<long long>(probe.max().count()));
+        std::printf("hostile: %s: %zu connection attempts in 20 s; /healthz max %lld ms\n", f.name,
+                    attempts, static_cast<long long>(probe.max().count()));
         CHECK(attempts >= 1);
         CHECK_MESSAGE(attempts <= f.max_attempts, read_file(server.record()));
         CHECK(probe.max() < kProbeBound);

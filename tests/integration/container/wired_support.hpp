@@ -72,7 +72,9 @@ inline Marker read_marker(const std::string& path) {
     return m;
 }
 
-inline std::vector<std::string> entries(const std::string& dir) { return list_dir(dir); }
+inline std::vector<std::string> entries(const std::string& dir) {
+    return list_dir(dir);
+}
 
 struct RigOptions {
     std::string endpoint = "ws://127.0.0.1:1/v1/opamp";

@@ -277,33 +277,33 @@ TEST_CASE(
     // The offer (in the reply to the second message) names https://127.0.0.1/artifacts/…, which
     // is not below the default prefix (the endpoint's own host and port, /artifacts/): refused by
     // the URL policy in Checking, before any byte is downloaded.
-    CHECK_MESSAGE(wait_until(
-                      [&] {
-                          return latest([](json_object* m) {
-                              json_object* arr = get(get(m, "package_statuses"), "packages");
-                              if (arr == nullptr) return false;
-                              for (size_t i = 0; i < json_object_array_length(arr); ++i) {
-                                  json_object* p = json_object_array_get_idx(arr, i);
-                                  if (str(p, "name") == "collector" &&
-                                      str(p, "status") == "InstallFailed" &&
-                                      str(p, "error_message").rfind(
-                                          "download URL refused: https://127.0.0.1/artifacts/"
-                                          "collector.tar.gz: refused (rule prefix): not below "
-                                          "any allowed download prefix (http://127.0.0.1:",
-                                          0) == 0 &&
-                                      str(p, "agent_has_version") == "0.116.0" &&
-                                      str(p, "server_offered_version") == "0.117.0") {
-                                      return true;
-                                  }
-                              }
-                              return false;
-                          });
-                      },
-                      // The offer rides on the reply to the second message, the 30 s heartbeat:
-                      // a 30 s wait ended right as it came (seen once on a loaded machine).
-                      60s, 100ms),
-                  read_file(server.record()) << "\nlog:\n"
-                                             << u.log());
+    CHECK_MESSAGE(
+        wait_until(
+            [&] {
+                return latest([](json_object* m) {
+                    json_object* arr = get(get(m, "package_statuses"), "packages");
+                    if (arr == nullptr) return false;
+                    for (size_t i = 0; i < json_object_array_length(arr); ++i) {
+                        json_object* p = json_object_array_get_idx(arr, i);
+                        if (str(p, "name") == "collector" && str(p, "status") == "InstallFailed" &&
+                            str(p, "error_message")
+                                    .rfind("download URL refused: https://127.0.0.1/artifacts/"
+                                           "collector.tar.gz: refused (rule prefix): not below "
+                                           "any allowed download prefix (http://127.0.0.1:",
+                                           0) == 0 &&
+                            str(p, "agent_has_version") == "0.116.0" &&
+                            str(p, "server_offered_version") == "0.117.0") {
+                            return true;
+                        }
+                    }
+                    return false;
+                });
+            },
+            // The offer rides on the reply to the second message, the 30 s heartbeat:
+            // a 30 s wait ended right as it came (seen once on a loaded machine).
+            60s, 100ms),
+        read_file(server.record()) << "\nlog:\n"
+                                   << u.log());
 
     int code = u.stop();
     CHECK_MESSAGE(code == 0, "exit " << code << "; log:\n" << u.log());

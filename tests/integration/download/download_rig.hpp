@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "../net/test_server.hpp"
-#include "download/http_downloader.hpp"
 #include "artifact_server.hpp"
+#include "download/http_downloader.hpp"
 #include "harness.hpp"
 #include "hash/sha256.hpp"
 
@@ -24,7 +24,6 @@ namespace myr::test::dl {
 
 using namespace myr::download;
 using namespace std::chrono_literals;
-
 
 // Bytes that differ at every offset, so a splice at the wrong offset changes the hash.
 inline std::string pattern(size_t n, uint32_t seed) {
@@ -62,7 +61,7 @@ inline DownloaderOptions quick(const std::string& state, std::vector<std::string
 
 // Runs one download to its end on `loop`.
 inline Fetch fetch(TestLoop& loop, const DownloaderOptions& o, Request r,
-            std::chrono::milliseconds timeout = 30s) {
+                   std::chrono::milliseconds timeout = 30s) {
     Fetch f;
     HttpDownloader dl(loop.get(), loop.sched(), o);
     Downloader::Handlers h;
@@ -97,9 +96,8 @@ struct Rig {
     ~Rig() { CHECK(loop.close() == 0); }
     std::string scheme() const { return pki ? "https" : "http"; }
     DownloaderOptions options() const {
-        DownloaderOptions o =
-            quick(state, {scheme() + "://127.0.0.1:" + std::to_string(server->port()) +
-                          "/artifacts/"});
+        DownloaderOptions o = quick(
+            state, {scheme() + "://127.0.0.1:" + std::to_string(server->port()) + "/artifacts/"});
         if (pki) o.ca_file = pki->ca;
         return o;
     }
@@ -127,6 +125,5 @@ inline const Error& require_error(const Fetch& f) {
 inline bool contains(const std::string& s, const std::string& what) {
     return s.find(what) != std::string::npos;
 }
-
 
 }  // namespace myr::test::dl

@@ -45,5 +45,6 @@ TEST_CASE("download: a large file streams over https with flat memory") {
     CHECK((*f.done)->size == 200ull << 20);
     const long after = peak_rss_kib();
     MESSAGE("peak RSS " << before << " KiB before, " << after << " KiB after 200 MiB");
-    CHECK(after - before < 4096);  // the budget is ~0.7 MiB of buffers; 4 MiB leaves allocator slack
+    CHECK(after - before <
+          4096);  // the budget is ~0.7 MiB of buffers; 4 MiB leaves allocator slack
 }

@@ -113,7 +113,8 @@ TEST_CASE("download: redirects are checked by the policy, at most 3, headers sta
     SUBCASE("another host inside the prefixes: followed, without the offer's headers") {
         DownloaderOptions o = quick(rig.state, {"http://127.0.0.1:" + port + "/artifacts/",
                                                 "http://localhost:" + port + "/artifacts/"});
-        Request r = rig.request("?redirect=http%3A%2F%2Flocalhost%3A" + port + "%2Fartifacts%2Fa.bin");
+        Request r =
+            rig.request("?redirect=http%3A%2F%2Flocalhost%3A" + port + "%2Fartifacts%2Fa.bin");
         r.headers = {{"Authorization", "Bearer secret"}, {"Connection", "upgrade"}};
         auto f = fetch(rig.loop, o, r);
         require_ok(f, rig.hex, rig.data.size());
@@ -244,7 +245,6 @@ TEST_CASE("download: a full disk ends the download, removes the part, touches no
     CHECK(rig.server->requests() == 1);  // a full disk is not retried
     CHECK(::umount2(small.c_str(), MNT_DETACH) == 0);
 }
-
 
 TEST_CASE("download: a failed write or commit removes the part and is not retried") {
     for (const char* spec : {"download.write:fail@3", "download.commit:fail"}) {

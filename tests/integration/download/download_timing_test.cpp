@@ -21,7 +21,6 @@ TEST_CASE("download: a stall is cut after stall_timeout and the retry resumes") 
     CHECK(contains(rig.server->stats(), "\"range\": \"bytes=524288-\""));
 }
 
-
 TEST_CASE("download: a drip of one byte a second is no stall; progress at most every 2 s") {
     Rig rig;
     DownloaderOptions o = rig.options();
@@ -50,4 +49,3 @@ TEST_CASE("download: a drip of one byte a second is no stall; progress at most e
     CHECK(f.progress.front().bytes < 10);  // reported while dripping
     CHECK(f.progress.front().bytes_per_second < 10);
 }
-

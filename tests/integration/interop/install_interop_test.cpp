@@ -28,16 +28,17 @@ std::string fake_collector(const std::string& path, const std::string& version) 
 
 }  // namespace
 
-TEST_CASE("interop: an independent OpAMP peer offers a package and sees it Installed with the new "
-          "version, which the first report after a restart still says") {
+TEST_CASE(
+    "interop: an independent OpAMP peer offers a package and sees it Installed with the new "
+    "version, which the first report after a restart still says") {
     if (run({"sh", "-c", "command -v node"}, 10s).exit_code != 0) MYR_SKIP("node is not installed");
     if (!exists(source_dir() + "/tests/interop/node_modules/@elastic/opamp-client-node")) {
-        MYR_SKIP("tests/interop/node_modules is missing (run npm install --no-audit --no-fund there)");
+        MYR_SKIP(
+            "tests/interop/node_modules is missing (run npm install --no-audit --no-fund there)");
     }
     if (!can_run_pid1()) return;
     TempDir dir;
-    run({"mkdir", "-p", dir / "rel", dir / "art", dir / "install", dir / "state",
-         dir / "storage"});
+    run({"mkdir", "-p", dir / "rel", dir / "art", dir / "install", dir / "state", dir / "storage"});
     fake_collector(dir / "seed", "0.116.0");
     fake_collector(dir / "rel/otelcol-contrib", "0.117.0");
     REQUIRE(run({"tar", "czf", dir / "art/otelcol-contrib_0.117.0.tar.gz", "-C", dir / "rel",
@@ -56,36 +57,52 @@ TEST_CASE("interop: an independent OpAMP peer offers a package and sees it Insta
                    first_word(sum.out) + "\",\"version\":\"0.117.0\",\"from\":\"0.116.0\"}");
     SpawnOptions peer_env;
     peer_env.env["MYR_PEER_RELEASE"] = dir / "release.json";
-    auto peer = Process::spawn({"node", source_dir() + "/tests/interop/opamp-peer.mjs",
-                                dir / "port", dir / "result.json"},
-                               peer_env);
+    auto peer = Process::spawn(
+        {"node", source_dir() + "/tests/interop/opamp-peer.mjs", dir / "port", dir / "result.json"},
+        peer_env);
     REQUIRE_MESSAGE(wait_until([&] { return !read_file(dir / "port").empty(); }, 20s), peer.err());
 
     write_file(dir / "effective.yaml", "");
     write_file(dir / "updater.yaml",
                "server:\n"
-               "  endpoint: ws://127.0.0.1:" + read_file(dir / "port") + "/v1/opamp\n"
-               "update:\n"
-               "  requireSignature: false\n"
-               "  allowedDownloadPrefixes: [\"" + prefix + "\"]\n"
-               "  healthTimeout: 20s\n"
-               "  healthSuccesses: 2\n"
-               "  healthInterval: 200ms\n"
-               "collector:\n"
-               "  installDir: " + dir / "install" + "\n"
-               "  stateDir: " + dir / "state" + "\n"
-               "  healthUrl: \"\"\n"
-               "  configFile: " + dir / "effective.yaml" + "\n"
-               "supervisor:\n"
-               "  storageDir: " + dir / "storage" + "\n"
-               "  healthUrl: \"\"\n"
-               "container:\n"
-               "  supervisorCommand: [\"" + env_path("MYRIARCH_FAKE_OPAMPSUPERVISOR") +
-                   "\", \"--storage-dir\", \"" + dir / "storage" + "\", \"--agent\", \"" +
-                   dir / "install/current/otelcol-contrib" + "\"]\n"
-               "  seedBinary: " + dir / "seed" + "\n"
-               "  stopTimeout: 5s\n"
-               "  healthListen: \"\"\n");
+               "  endpoint: ws://127.0.0.1:" +
+                   read_file(dir / "port") +
+                   "/v1/opamp\n"
+                   "update:\n"
+                   "  requireSignature: false\n"
+                   "  allowedDownloadPrefixes: [\"" +
+                   prefix +
+                   "\"]\n"
+                   "  healthTimeout: 20s\n"
+                   "  healthSuccesses: 2\n"
+                   "  healthInterval: 200ms\n"
+                   "collector:\n"
+                   "  installDir: " +
+                   dir / "install" +
+                   "\n"
+                   "  stateDir: " +
+                   dir / "state" +
+                   "\n"
+                   "  healthUrl: \"\"\n"
+                   "  configFile: " +
+                   dir / "effective.yaml" +
+                   "\n"
+                   "supervisor:\n"
+                   "  storageDir: " +
+                   dir / "storage" +
+                   "\n"
+                   "  healthUrl: \"\"\n"
+                   "container:\n"
+                   "  supervisorCommand: [\"" +
+                   env_path("MYRIARCH_FAKE_OPAMPSUPERVISOR") + "\", \"--storage-dir\", \"" +
+                   dir / "storage" + "\", \"--agent\", \"" +
+                   dir / "install/current/otelcol-contrib" +
+                   "\"]\n"
+                   "  seedBinary: " +
+                   dir / "seed" +
+                   "\n"
+                   "  stopTimeout: 5s\n"
+                   "  healthListen: \"\"\n");
     Updater updater(dir / "updater.yaml");
     REQUIRE_MESSAGE(wait_until([&] { return !read_file(dir / "result.json").empty(); }, 70s),
                     peer.err() << updater.log());
@@ -107,11 +124,12 @@ TEST_CASE("interop: an independent OpAMP peer offers a package and sees it Insta
     CHECK(link.out.find("0.117.0") != std::string::npos);
     // One line per state change, the last one too: an install passes more states than the log's
     // rate limit lets through for one message.
-    for (const char* state : {"checking", "downloading", "verifying", "staging", "preflight",
-                              "stopping", "swapping", "starting", "health-checking", "committed",
-                              "idle"}) {
+    for (const char* state :
+         {"checking", "downloading", "verifying", "staging", "preflight", "stopping", "swapping",
+          "starting", "health-checking", "committed", "idle"}) {
         CHECK_MESSAGE(updater.log_has(std::string("msg=\"update: state\" state=") + state),
-                      std::string(state) << "\n" << updater.log());
+                      std::string(state) << "\n"
+                                         << updater.log());
     }
     CHECK_FALSE(updater.log_has("suppressed="));
     CHECK(updater.count("preflight passed") == 1);
@@ -119,9 +137,9 @@ TEST_CASE("interop: an independent OpAMP peer offers a package and sees it Insta
 
     // A restart, now against the project's test server: the first report still says Installed,
     // and the same offer again (same all_packages_hash) is nothing to do.
-    auto server = Process::spawn({env_path("MYRIARCH_OPAMP_TEST_SERVER"), "--port", "0",
-                                  "--port-file", dir / "oport", "--record", dir / "rec.jsonl",
-                                  "--commands", dir / "cmds"});
+    auto server =
+        Process::spawn({env_path("MYRIARCH_OPAMP_TEST_SERVER"), "--port", "0", "--port-file",
+                        dir / "oport", "--record", dir / "rec.jsonl", "--commands", dir / "cmds"});
     REQUIRE_MESSAGE(wait_until([&] { return !read_file(dir / "oport").empty(); }, 20s),
                     server.err());
     std::string yaml = read_file(dir / "updater.yaml");
@@ -131,8 +149,9 @@ TEST_CASE("interop: an independent OpAMP peer offers a package and sees it Insta
     write_file(dir / "updater.yaml", yaml);
     Updater again(dir / "updater.yaml");
     REQUIRE_MESSAGE(
-        wait_until([&] { return read_file(dir / "rec.jsonl").find("\"message\"") != std::string::npos; },
-                   20s),
+        wait_until(
+            [&] { return read_file(dir / "rec.jsonl").find("\"message\"") != std::string::npos; },
+            20s),
         again.log());
     std::string first = read_file(dir / "rec.jsonl");
     json_object* rec = nullptr;

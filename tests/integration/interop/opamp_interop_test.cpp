@@ -47,7 +47,8 @@ TEST_CASE("interop: an independent OpAMP peer decodes every report and we decode
     json_object* failures = get(result.get(), "failures");
     REQUIRE(failures);
     for (size_t i = 0; i < json_object_array_length(failures); ++i) {
-        FAIL_CHECK("peer: " << std::string(json_object_get_string(json_object_array_get_idx(failures, i))));
+        FAIL_CHECK("peer: " << std::string(
+                       json_object_get_string(json_object_array_get_idx(failures, i))));
     }
     CHECK(flag(result.get(), "ok"));
     CHECK(json_object_array_length(get(result.get(), "received")) >= 4);

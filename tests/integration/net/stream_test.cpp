@@ -16,8 +16,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <string>
 #include <thread>
@@ -447,7 +447,9 @@ bool handshake_in_memory(TlsSession& client, TlsSession& server) {
 
 }  // namespace
 
-TEST_CASE("tls: a client's own configuration drops its CA certificates after the handshake, a shared one keeps them") {
+TEST_CASE(
+    "tls: a client's own configuration drops its CA certificates after the handshake, a shared one "
+    "keeps them") {
     TempDir dir;
     const TestPki pki = make_test_pki(dir.path());
     auto server_cfg = TlsConfig::server(pki.server_cert, pki.server_key);

@@ -57,7 +57,8 @@ std::string under(const std::string& root, std::string text) {
     for (const char* prefix : {"/var/lib/myriarch/", "/var/lib/otelcol/", "/etc/myriarch/",
                                "/shared/", "/usr/local/bin/"}) {
         const std::string p(prefix);
-        for (size_t at = 0; (at = text.find(p, at)) != std::string::npos; at += root.size() + p.size()) {
+        for (size_t at = 0; (at = text.find(p, at)) != std::string::npos;
+             at += root.size() + p.size()) {
             text.insert(at, root);
         }
     }
@@ -87,20 +88,19 @@ TEST_CASE("real chart: the chart's configs run the real supervisor and collector
     const std::string chart = source_dir() + "/packaging/helm/myriarch-collector";
     auto set = [](const std::string& k, const std::string& v) { return k + "=" + v; };
     RunResult rendered = run(
-        {helm_bin, "template", "pod", chart, "--show-only", "templates/configmap.yaml",
-         "--set", "mode=statefulset", "--set", "containerMode.enabled=true",
-         "--set", set("server.endpoint", server.ws_url()),
-         "--set", "server.enrollmentToken.secretName=enrollment",
-         "--set-file", set("containerMode.trustedRoot.json", sig + "/trusted_root.json"),
-         "--set", set("containerMode.signerIdentity.subject", kSignerSubject),
-         "--set", set("containerMode.allowedDownloadPrefixes[0]", artifacts.url("http", "")),
-         "--set", "containerMode.healthTimeout=30s",
-         "--set", "containerMode.healthInterval=500ms",
-         "--set", set("containerMode.healthPort", std::to_string(p.updater_health_port)),
-         "--set", set("containerMode.supervisorHealthPort", std::to_string(p.supervisor_health_port)),
-         "--set", set("collectorHealthPort", std::to_string(p.collector_health_port)),
-         "--set", set("ports.otlp.containerPort", std::to_string(otlp_grpc)),
-         "--set", set("ports.otlp-http.containerPort", std::to_string(otlp_http)),
+        {helm_bin, "template", "pod", chart, "--show-only", "templates/configmap.yaml", "--set",
+         "mode=statefulset", "--set", "containerMode.enabled=true", "--set",
+         set("server.endpoint", server.ws_url()), "--set",
+         "server.enrollmentToken.secretName=enrollment", "--set-file",
+         set("containerMode.trustedRoot.json", sig + "/trusted_root.json"), "--set",
+         set("containerMode.signerIdentity.subject", kSignerSubject), "--set",
+         set("containerMode.allowedDownloadPrefixes[0]", artifacts.url("http", "")), "--set",
+         "containerMode.healthTimeout=30s", "--set", "containerMode.healthInterval=500ms", "--set",
+         set("containerMode.healthPort", std::to_string(p.updater_health_port)), "--set",
+         set("containerMode.supervisorHealthPort", std::to_string(p.supervisor_health_port)),
+         "--set", set("collectorHealthPort", std::to_string(p.collector_health_port)), "--set",
+         set("ports.otlp.containerPort", std::to_string(otlp_grpc)), "--set",
+         set("ports.otlp-http.containerPort", std::to_string(otlp_http)),
          // The collector's own metrics endpoint (:8888) would collide with any other collector.
          "--set", "config.service.telemetry.metrics.level=none"},
         120s);
@@ -116,12 +116,13 @@ TEST_CASE("real chart: the chart's configs run the real supervisor and collector
                    under(root, config_map_entry(rendered.out, key)));
     }
     REQUIRE(run({"cp", sig + "/trusted_root.json", root + "/etc/myriarch/trust/"}).exit_code == 0);
-    REQUIRE(run({"cp", t + "/opampsupervisor", root + "/usr/local/bin/opampsupervisor"}).exit_code ==
-            0);
+    REQUIRE(
+        run({"cp", t + "/opampsupervisor", root + "/usr/local/bin/opampsupervisor"}).exit_code ==
+        0);
     REQUIRE(run({"cp", p.seed, root + "/shared/otelcol-contrib"}).exit_code == 0);
     const std::string updater_yaml = root + "/etc/myriarch/config/updater.yaml";
-    RunResult valid = run({updater_bin(), "validate", "--config", updater_yaml,
-                           "--mode", "container"});
+    RunResult valid =
+        run({updater_bin(), "validate", "--config", updater_yaml, "--mode", "container"});
     REQUIRE_MESSAGE(valid.exit_code == 0, valid.out << valid.err << read_file(updater_yaml));
 
     // The token as the pod's Secret gives it to the main container, and the pod's host name.
@@ -134,8 +135,8 @@ TEST_CASE("real chart: the chart's configs run the real supervisor and collector
                "\nserver:\n" + server.err();
     };
     REQUIRE_MESSAGE(p.wait_collector_healthy(), logs());
-    CHECK(wait_until([&] { return p.get(p.supervisor_health_port, "/health") == 200; }, 30s,
-                     100ms));
+    CHECK(
+        wait_until([&] { return p.get(p.supervisor_health_port, "/health") == 200; }, 30s, 100ms));
     CHECK(wait_until([&] { return p.get(p.updater_health_port, "/readyz") == 200; }, 30s, 100ms));
     // Both agents with the one token, the supervisor's from `${env:…}` in its headers.
     REQUIRE_MESSAGE(wait_until([&] { return server.events("open").size() >= 2; }, 30s, 50ms),

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <sys/resource.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -59,8 +59,13 @@ class GoServer {
         : record_(dir / "opamp-go.jsonl"),
           port_file_(dir / "opamp-go.port"),
           commands_(dir / "opamp-go.commands") {
-        std::vector<std::string> argv{tools_dir + "/opampserver", "--port-file", port_file_,
-                                      "--record", record_, "--commands", commands_};
+        std::vector<std::string> argv{tools_dir + "/opampserver",
+                                      "--port-file",
+                                      port_file_,
+                                      "--record",
+                                      record_,
+                                      "--commands",
+                                      commands_};
         argv.insert(argv.end(), extra.begin(), extra.end());
         proc_.emplace(Process::spawn(argv));
         if (!wait_until([&] { return !read_file(port_file_).empty(); }, 10s)) {
@@ -70,9 +75,7 @@ class GoServer {
     }
     int port() const { return port_; }
     std::string ws_url() const { return "ws://127.0.0.1:" + std::to_string(port_) + "/v1/opamp"; }
-    std::string wss_url() const {
-        return "wss://127.0.0.1:" + std::to_string(port_) + "/v1/opamp";
-    }
+    std::string wss_url() const { return "wss://127.0.0.1:" + std::to_string(port_) + "/v1/opamp"; }
     std::vector<Json> all() const { return opamp::read_lines(record_); }
     std::vector<Json> events(const std::string& e) const { return opamp::events_of(all(), e); }
     // Has the server offer the updater the TopLevel package `otelcol-contrib` at `version`: one
@@ -80,8 +83,8 @@ class GoServer {
     void offer(const std::string& version, const std::string& url, const std::string& sha256_hex,
                const std::string& bundle_file) const {
         std::ofstream(commands_, std::ios::app)
-            << "{\"to\":\"myriarch-updater\",\"name\":\"otelcol-contrib\",\"version\":\""
-            << version << "\",\"url\":\"" << url << "\",\"hash\":\"" << sha256_hex
+            << "{\"to\":\"myriarch-updater\",\"name\":\"otelcol-contrib\",\"version\":\"" << version
+            << "\",\"url\":\"" << url << "\",\"hash\":\"" << sha256_hex
             << "\",\"signature_file\":\"" << bundle_file << "\"}\n";
     }
     // The AgentToServer messages whose agent described itself with identifying service.name
@@ -138,43 +141,58 @@ struct Peers {
                    "  otlp:\n"
                    "    protocols:\n"
                    "      http:\n"
-                   "        endpoint: 127.0.0.1:" + std::to_string(otlp_port) + "\n"
-                   "exporters:\n"
-                   "  debug: {}\n"
-                   "extensions:\n"
-                   "  health_check:\n"
-                   "    endpoint: 127.0.0.1:" + std::to_string(collector_health_port) + "\n"
-                   "service:\n"
-                   "  extensions: [health_check]\n"
-                   "  telemetry:\n"
-                   "    metrics:\n"
-                   "      level: none\n"
-                   "  pipelines:\n"
-                   "    traces:\n"
-                   "      receivers: [otlp]\n"
-                   "      exporters: [debug]\n");
+                   "        endpoint: 127.0.0.1:" +
+                       std::to_string(otlp_port) +
+                       "\n"
+                       "exporters:\n"
+                       "  debug: {}\n"
+                       "extensions:\n"
+                       "  health_check:\n"
+                       "    endpoint: 127.0.0.1:" +
+                       std::to_string(collector_health_port) +
+                       "\n"
+                       "service:\n"
+                       "  extensions: [health_check]\n"
+                       "  telemetry:\n"
+                       "    metrics:\n"
+                       "      level: none\n"
+                       "  pipelines:\n"
+                       "    traces:\n"
+                       "      receivers: [otlp]\n"
+                       "      exporters: [debug]\n");
     }
 
     void write_supervisor(const std::string& endpoint, const std::string& extra_server = "") const {
         write_file(supervisor_config(),
                    "server:\n"
-                   "  endpoint: " + endpoint + "\n"
-                   "  headers:\n"
-                   "    Authorization: \"Bearer " + token + "\"\n" + extra_server +
-                   "capabilities:\n"
-                   "  reports_effective_config: true\n"
-                   "  reports_health: true\n"
-                   "  accepts_remote_config: false\n"
-                   "agent:\n"
-                   "  executable: " + install + "/current/otelcol-contrib\n"
-                   "  config_files: [" + base_config() + "]\n"
-                   "storage:\n"
-                   "  directory: " + storage + "\n"
-                   "healthcheck:\n"
-                   "  endpoint: 127.0.0.1:" + std::to_string(supervisor_health_port) + "\n"
-                   "telemetry:\n"
-                   "  logs:\n"
-                   "    level: info\n");
+                   "  endpoint: " +
+                       endpoint +
+                       "\n"
+                       "  headers:\n"
+                       "    Authorization: \"Bearer " +
+                       token + "\"\n" + extra_server +
+                       "capabilities:\n"
+                       "  reports_effective_config: true\n"
+                       "  reports_health: true\n"
+                       "  accepts_remote_config: false\n"
+                       "agent:\n"
+                       "  executable: " +
+                       install +
+                       "/current/otelcol-contrib\n"
+                       "  config_files: [" +
+                       base_config() +
+                       "]\n"
+                       "storage:\n"
+                       "  directory: " +
+                       storage +
+                       "\n"
+                       "healthcheck:\n"
+                       "  endpoint: 127.0.0.1:" +
+                       std::to_string(supervisor_health_port) +
+                       "\n"
+                       "telemetry:\n"
+                       "  logs:\n"
+                       "    level: info\n");
     }
 
     void write_updater(const std::string& endpoint, const std::string& stop_signal = "",

@@ -28,9 +28,9 @@ bool gone(pid_t pid) {
 }
 
 long since_ms(std::chrono::steady_clock::time_point t0) {
-    return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::steady_clock::now() - t0)
-                                 .count());
+    return static_cast<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
 }
 
 // A UUID's text as the server's hex of the 16 bytes.
@@ -82,8 +82,12 @@ TEST_CASE("real: the updater as PID 1 runs the real supervisor, which runs the r
     // agents over wss:// with the test CA.
     std::string stop_signal;
     bool tls = false;
-    SUBCASE("container.stopSignal TERM (the default)") { stop_signal = ""; }
-    SUBCASE("container.stopSignal INT") { stop_signal = "INT"; }
+    SUBCASE("container.stopSignal TERM (the default)") {
+        stop_signal = "";
+    }
+    SUBCASE("container.stopSignal INT") {
+        stop_signal = "INT";
+    }
     SUBCASE("container.stopSignal INT, both agents over wss://") {
         stop_signal = "INT";
         tls = true;
@@ -114,8 +118,8 @@ TEST_CASE("real: the updater as PID 1 runs the real supervisor, which runs the r
     REQUIRE_MESSAGE(collector_up, "the collector's health_check never answered 200\n" << logs());
     MESSAGE("updater start to a healthy real collector: " << since_ms(started) << " ms");
     CHECK(current_of(p.install) == "versions/" + p.versions[0]);
-    CHECK(wait_until([&] { return p.get(p.supervisor_health_port, "/health") == 200; }, 30s,
-                     100ms));
+    CHECK(
+        wait_until([&] { return p.get(p.supervisor_health_port, "/health") == 200; }, 30s, 100ms));
 
     // Both agents connect with the one token; none is refused.
     REQUIRE(wait_until([&] { return server.events("open").size() >= 2; }, 30s, 50ms));
@@ -138,9 +142,9 @@ TEST_CASE("real: the updater as PID 1 runs the real supervisor, which runs the r
             return false;
         },
         30s, 100ms);
-    CHECK_MESSAGE(uid_seen, "persistent_state.yaml instance_id " << want_uid
-                                                                 << ", updater reported '"
-                                                                 << seen_uid << "'\n" << logs());
+    CHECK_MESSAGE(uid_seen, "persistent_state.yaml instance_id "
+                                << want_uid << ", updater reported '" << seen_uid << "'\n"
+                                << logs());
     // The supervisor speaks for the running collector: the version string it was linked with.
     bool version_seen =
         wait_until([&] { return supervisor_reported(server, p.versions[0]); }, 30s, 100ms);
@@ -168,11 +172,11 @@ namespace {
 
 // What stopping the real supervisor's process group with one signal did.
 struct StopSeen {
-    bool exited = false;      // the supervisor ran to exit() (rather than dying of the signal)
+    bool exited = false;  // the supervisor ran to exit() (rather than dying of the signal)
     int exit_code = -1;
-    int killed_by = 0;        // the signal that ended it, when it did not exit
-    long supervisor_ms = -1;  // signal to the supervisor's end
-    long collector_ms = -1;   // signal to the collector's end
+    int killed_by = 0;             // the signal that ended it, when it did not exit
+    long supervisor_ms = -1;       // signal to the supervisor's end
+    long collector_ms = -1;        // signal to the collector's end
     bool collector_clean = false;  // the collector logged its own orderly shutdown
     bool disconnect = false;       // the server got agent_disconnect from the supervisor
     bool same_uid_after = false;   // a second start kept persistent_state.yaml's instance_id
@@ -195,12 +199,9 @@ StopSeen observe_stop(const std::string& t, int sig) {
         return "supervisor:\n" + (sup ? sup->err() : std::string()) + "\nagent.log:\n" +
                read_file(p.storage + "/agent.log");
     };
+    REQUIRE_MESSAGE(p.wait_collector_healthy(), logs());
     REQUIRE_MESSAGE(
-        p.wait_collector_healthy(),
-        logs());
-    REQUIRE_MESSAGE(
-        wait_until([&] { return supervisor_reported(server, p.versions[0]); }, 30s, 100ms),
-        logs());
+        wait_until([&] { return supervisor_reported(server, p.versions[0]); }, 30s, 100ms), logs());
     const std::string uid = p.supervisor_instance_id();
     REQUIRE(!uid.empty());
     pid_t collector = find_descendant(sup->pid(), collector_exe);
@@ -322,8 +323,12 @@ TEST_CASE("real server: the agent talks OpAMP with opamp-go's server and decodes
     std::vector<std::string> server_args{"--token", "interop-token"};
     std::vector<std::string> agent_args{"--token-file", dir / "token"};
     bool tls = false;
-    SUBCASE("ws://") { agent_args.push_back("--allow-insecure"); }
-    SUBCASE("wss:// with the test CA") { tls = true; }
+    SUBCASE("ws://") {
+        agent_args.push_back("--allow-insecure");
+    }
+    SUBCASE("wss:// with the test CA") {
+        tls = true;
+    }
     if (tls) {
         auto m = opamp::TlsMaterial::make(dir);
         server_args.insert(server_args.end(), {"--tls-cert", m.cert, "--tls-key", m.key});
@@ -407,9 +412,9 @@ TEST_CASE("real supervisor: USR1 and USR2 change nothing, HUP kills it and orpha
     std::this_thread::sleep_for(12s);
     const bool orphan_alive = !gone(collector);
     const int by = WIFSIGNALED(*st) ? WTERMSIG(*st) : 0;
-    MESSAGE("HUP: supervisor killed by signal " << by << " after " << hup_ms
-                                                << " ms; orphaned collector running 12 s later: "
-                                                << orphan_alive);
+    MESSAGE("HUP: supervisor killed by signal "
+            << by << " after " << hup_ms
+            << " ms; orphaned collector running 12 s later: " << orphan_alive);
     CHECK(orphan_alive);
     // What the updater does after an unexpected end: KILL the group, which outlives its leader
     // (the collector is still in it).
@@ -417,7 +422,8 @@ TEST_CASE("real supervisor: USR1 and USR2 change nothing, HUP kills it and orpha
     CHECK(wait_until([&] { return gone(collector); }, 10s));
 }
 
-TEST_CASE("real server: the agent refuses opamp-go's bad certificates, and opamp-go a wrong token") {
+TEST_CASE(
+    "real server: the agent refuses opamp-go's bad certificates, and opamp-go a wrong token") {
     // The TLS and token failures of the interop case above, against opamp-go's own listener.
     const std::string t = tools();
     if (t.empty()) return;
@@ -429,11 +435,13 @@ TEST_CASE("real server: the agent refuses opamp-go's bad certificates, and opamp
     std::string want;  // what the agent must say it refused
     bool refused_by_server = false;
     SUBCASE("a certificate for another host") {
-        server_args.insert(server_args.end(), {"--tls-cert", m.wrong_cert, "--tls-key", m.wrong_key});
+        server_args.insert(server_args.end(),
+                           {"--tls-cert", m.wrong_cert, "--tls-key", m.wrong_key});
         want = "does not match host";
     }
     SUBCASE("a certificate from an untrusted CA") {
-        server_args.insert(server_args.end(), {"--tls-cert", m.rogue_cert, "--tls-key", m.rogue_key});
+        server_args.insert(server_args.end(),
+                           {"--tls-cert", m.rogue_cert, "--tls-key", m.rogue_key});
         want = "certificate not trusted";
     }
     SUBCASE("a wrong token over wss://") {

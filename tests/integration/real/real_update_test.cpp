@@ -40,7 +40,8 @@ std::vector<Status> statuses(const GoServer& s, const std::string& version, size
             updater_conn[conn] = str(id, "service.name") == "myriarch-updater";
         }
         if (i < from || !updater_conn[conn]) continue;
-        json_object* p = get(get(get(get(j, "msg"), "packageStatuses"), "packages"), package.c_str());
+        json_object* p =
+            get(get(get(get(j, "msg"), "packageStatuses"), "packages"), package.c_str());
         if (p == nullptr || str(p, "serverOfferedVersion") != version) continue;
         out.push_back({str(p, "status"), str(p, "agentHasVersion"), str(p, "serverOfferedVersion"),
                        str(p, "errorMessage")});
@@ -83,8 +84,9 @@ bool collector_runs(const Updater& u, const Peers& p, const std::string& version
 
 }  // namespace
 
-TEST_CASE("real update: a signed release installed under the real supervisor, a broken one rolled "
-          "back") {
+TEST_CASE(
+    "real update: a signed release installed under the real supervisor, a broken one rolled "
+    "back") {
     if (!can_run_pid1()) return;
     const std::string t = tools();
     if (t.empty()) return;
@@ -93,8 +95,12 @@ TEST_CASE("real update: a signed release installed under the real supervisor, a 
     // The stop of an install goes through container.stopSignal: TERM kills the real supervisor at
     // once, INT (the chart's setting) stops it in order. Both must keep its storage and identity.
     std::string stop_signal;
-    SUBCASE("container.stopSignal INT (the chart's)") { stop_signal = "INT"; }
-    SUBCASE("container.stopSignal TERM (the default)") { stop_signal = ""; }
+    SUBCASE("container.stopSignal INT (the chart's)") {
+        stop_signal = "INT";
+    }
+    SUBCASE("container.stopSignal TERM (the default)") {
+        stop_signal = "";
+    }
     CAPTURE(stop_signal);
     const std::string v1 = p.versions[0], v2 = p.versions[1], broken = p.versions[2];
 
@@ -146,9 +152,9 @@ TEST_CASE("real update: a signed release installed under the real supervisor, a 
     REQUIRE_MESSAGE(st, "no final status for " << v2 << "\n" << logs());
     CHECK_MESSAGE(st->status == "PackageStatusEnum_Installed", st->error << "\n" << logs());
     CHECK(st->has == v2);
-    const auto installed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::steady_clock::now() - t0)
-                                  .count();
+    const auto installed_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     // The supervisor, restarted on the new `current`, speaks for the new collector itself.
     CHECK_MESSAGE(wait_until([&] { return supervisor_reported(server, v2, from); }, 30s, 100ms),
                   logs());
@@ -158,8 +164,9 @@ TEST_CASE("real update: a signed release installed under the real supervisor, a 
     CHECK(collector_runs(u, p, v2));
     CHECK(p.get(collector_health, "/") == 200);
     CHECK(p.get(p.supervisor_health_port, "/health") == 200);
-    CHECK(wait_until([&] { return updater_attribute(server, "dev.myriarch.collector.version") == v2; },
-                     20s, 100ms));
+    CHECK(wait_until(
+        [&] { return updater_attribute(server, "dev.myriarch.collector.version") == v2; }, 20s,
+        100ms));
     // The collector kept its identity through the restart.
     CHECK(p.supervisor_instance_id() == uid);
     CHECK(updater_attribute(server, "dev.myriarch.collector.instance_uid") == uid);

@@ -43,8 +43,8 @@ void check_restart(Rig& rig, const Updater& u, const std::string& version, const
     }
     // A fresh install after the restart may legitimately move `current` on: judge by it.
     if (st->has != rig.current().substr(std::string("versions/").size())) {
-        violations.push_back(label + ": reported " + st->has + " but current is " +
-                             rig.current() + " (" + st->status + " " + st->error + ")");
+        violations.push_back(label + ": reported " + st->has + " but current is " + rig.current() +
+                             " (" + st->status + " " + st->error + ")");
     }
     if (version == again.version && st->status != "Installed") {
         violations.push_back(label + ": the active new version reported " + st->status + ": " +
@@ -85,10 +85,9 @@ TEST_CASE("update crash matrix: a crash at every fault point of an install, then
     // How many times `download.write` passes depends on how the socket delivers the body (one
     // pass per buffer written), so its N-th pass may never come in another run. Every such crash
     // leaves the same state (a partial .part in the spool): its first pass stands for all.
-    passes.erase(std::remove_if(passes.begin(), passes.end(),
-                                [](const FaultPass& p) {
-                                    return p.point == "download.write" && p.pass > 1;
-                                }),
+    passes.erase(std::remove_if(
+                     passes.begin(), passes.end(),
+                     [](const FaultPass& p) { return p.point == "download.write" && p.pass > 1; }),
                  passes.end());
     // The commit is the unlink of the journal inside update.finish: a process crash after it
     // (even before the directory's fsync) finds no journal, so from the pass after that
@@ -141,8 +140,8 @@ TEST_CASE("update crash matrix: a crash at every fault point of an install, then
         check_restart(rig, u, expect, offer, m, violations, l);
         if (u.stop() != 0) violations.push_back(l + ": the restart did not exit 0");
     }
-    MESSAGE("crashed at " << crashed << " of " << passes.size() << " points; violations: "
-                          << violations.size());
+    MESSAGE("crashed at " << crashed << " of " << passes.size()
+                          << " points; violations: " << violations.size());
     CHECK(crashed == static_cast<int>(passes.size()));
     CHECK_MESSAGE(violations.empty(), joined(violations));
 }
@@ -157,9 +156,9 @@ TEST_CASE("update TERM matrix: a SIGTERM on entry to every state of an install")
     const Offer good{"0.117.0", rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz")};
     const Offer bad{"0.118.0", rig.tar_gz(rig.release("0.118.0", "health=fail"), "v118.tar.gz")};
     struct Point {
-        std::string at;      // the fault point
+        std::string at;  // the fault point
         const Offer* offer;
-        std::string ends;    // the state the install must reach before the exit; "" = dropped
+        std::string ends;  // the state the install must reach before the exit; "" = dropped
     };
     const std::vector<Point> points = {
         {"update.downloading.after", &good, ""},

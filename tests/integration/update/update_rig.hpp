@@ -42,13 +42,13 @@ struct Offer {
     Offer(std::string v, std::string f, std::string q = "", std::string u = "")
         : version(std::move(v)), file(std::move(f)), query(std::move(q)), url(std::move(u)) {}
     std::string version;
-    std::string file;             // the artifact's name in the artifact directory
-    std::string query;            // appended to the URL (the artifact server's options)
-    std::string url;              // overrides the URL made from `file` and `query`
-    std::string sha256;           // overrides the artifact's real hash
+    std::string file;    // the artifact's name in the artifact directory
+    std::string query;   // appended to the URL (the artifact server's options)
+    std::string url;     // overrides the URL made from `file` and `query`
+    std::string sha256;  // overrides the artifact's real hash
     std::string name = "otelcol-contrib";
-    int type = 0;                 // 0 TopLevel, 1 Addon
-    std::string signature_file;   // a Sigstore bundle
+    int type = 0;                // 0 TopLevel, 1 Addon
+    std::string signature_file;  // a Sigstore bundle
 };
 
 class Rig : public wired::Rig {
@@ -68,8 +68,8 @@ class Rig : public wired::Rig {
         cfg.supervisor_health_off = true;  // the stand-in serves no health endpoint here
         cfg.collector_health_url = "http://127.0.0.1:" + std::to_string(collector_port_) + "/";
         cfg.config_file = dir / "effective.yaml";
-        cfg.allowed_download_prefixes = {"http://127.0.0.1:" +
-                                          std::to_string(artifact_server->port()) + "/artifacts/"};
+        cfg.allowed_download_prefixes = {
+            "http://127.0.0.1:" + std::to_string(artifact_server->port()) + "/artifacts/"};
         // Quick rounds: a failing health check costs healthTimeout, twice with a rollback.
         cfg.health_timeout = "4s";
         cfg.health_successes = 2;
@@ -86,12 +86,11 @@ class Rig : public wired::Rig {
     }
 
     // A fake-otelcol "release" serving its health on the collector port, with more trailer keys.
-    std::string release(const std::string& version, const std::string& extra = "",
-                        int pad_mb = 0) {
-        return image(version,
-                     "health_port=" + std::to_string(collector_port_) +
-                         (extra.empty() ? "" : " " + extra),
-                     pad_mb);
+    std::string release(const std::string& version, const std::string& extra = "", int pad_mb = 0) {
+        return image(
+            version,
+            "health_port=" + std::to_string(collector_port_) + (extra.empty() ? "" : " " + extra),
+            pad_mb);
     }
 
     // A tar.gz in the artifact directory holding `binary` as `member` (default: at the top).
@@ -132,9 +131,9 @@ class Rig : public wired::Rig {
     // Tells the server to offer `o` to the newest connection.
     void offer(const Offer& o) {
         const std::string file = dir / ("offer-" + std::to_string(++offers_) + ".txt");
-        std::string text = "name=" + o.name + "\nversion=" + o.version + "\nurl=" +
-                           (o.url.empty() ? url_of(o.file, o.query) : o.url) + "\nsha256=" +
-                           (o.sha256.empty() ? sha_of(o.file) : o.sha256) +
+        std::string text = "name=" + o.name + "\nversion=" + o.version +
+                           "\nurl=" + (o.url.empty() ? url_of(o.file, o.query) : o.url) +
+                           "\nsha256=" + (o.sha256.empty() ? sha_of(o.file) : o.sha256) +
                            "\ntype=" + std::to_string(o.type) + "\n";
         if (!o.signature_file.empty()) text += "signature_file=" + o.signature_file + "\n";
         write_file(file, text);
@@ -202,10 +201,11 @@ class Rig : public wired::Rig {
     void settle(const Updater& u) {
         REQUIRE_MESSAGE(ready(40s), "never ready; log:\n" << u.log());
         REQUIRE_MESSAGE(wait_until([&] { return connected(); }, 20s, 20ms),
-                        "no OpAMP message; log:\n" << u.log());
-        REQUIRE_MESSAGE(
-            wait_until([&] { return exists(storage + "/persistent_state.yaml"); }, 20s),
-            "the supervisor wrote no state; log:\n" << u.log());
+                        "no OpAMP message; log:\n"
+                            << u.log());
+        REQUIRE_MESSAGE(wait_until([&] { return exists(storage + "/persistent_state.yaml"); }, 20s),
+                        "the supervisor wrote no state; log:\n"
+                            << u.log());
         storage_before = wired::snapshot(storage);
     }
     // A first start that seeds `seed` and lets the supervisor write its state (snapshotted), then
@@ -231,7 +231,8 @@ class Rig : public wired::Rig {
     void await_start(const Updater& u, size_t from) const {
         REQUIRE_MESSAGE(ready(40s), "never ready; log:\n" << u.log());
         REQUIRE_MESSAGE(wait_until([&] { return mark() > from && connected(); }, 20s, 20ms),
-                        "no OpAMP message; log:\n" << u.log());
+                        "no OpAMP message; log:\n"
+                            << u.log());
     }
 
     // The newest connection is open and has sent a message: an offer now reaches this start.

@@ -76,8 +76,8 @@ TEST_CASE("update: 20 kill -9 at random moments of a 200 MB install") {
         if (!rig.storage_unchanged()) violations.push_back(l + ": supervisor storage changed");
         CHECK(u.stop() == 0);
     }
-    MESSAGE("20 kills within " << whole_ms + whole_ms / 4 << " ms of the offer: the new version kept "
-                               << new_kept << " times; violations: "
-                                               << violations.size());
+    MESSAGE("20 kills within " << whole_ms + whole_ms / 4
+                               << " ms of the offer: the new version kept " << new_kept
+                               << " times; violations: " << violations.size());
     CHECK_MESSAGE(violations.empty(), joined(violations));
 }

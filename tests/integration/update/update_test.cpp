@@ -32,7 +32,9 @@ void check_settled(const Rig& rig, const std::string& version) {
                   "spool: " << joined(list_dir(rig.spool())));
 }
 
-std::string seed(Rig& rig) { return rig.release("0.116.0"); }
+std::string seed(Rig& rig) {
+    return rig.release("0.116.0");
+}
 
 // An install that must fail with an error starting with `reason`, leaving 0.116.0 active.
 Status expect_failure(Rig& rig, Updater& u, const Offer& o, const std::string& reason,
@@ -41,7 +43,8 @@ Status expect_failure(Rig& rig, Updater& u, const Offer& o, const std::string& r
     rig.offer(o);
     auto st = rig.wait_status(o.version, "", from, t);
     REQUIRE_MESSAGE(st, "no final status for " << o.version << "; record:\n"
-                                                << rig.record() << "\nlog:\n" << u.log());
+                                               << rig.record() << "\nlog:\n"
+                                               << u.log());
     CHECK(st->status == "InstallFailed");
     CHECK_MESSAGE(st->error.rfind(reason, 0) == 0, "error: " << st->error);
     CHECK(st->has == "0.116.0");
@@ -134,7 +137,8 @@ TEST_CASE("update: releases that crash, hang or answer slowly at start") {
         CHECK_MESSAGE(st->error.find("rolled back to 0.116.0") != std::string::npos, st->error);
     }
     SUBCASE("answers health slowly, within the timeout") {
-        const std::string a = rig.tar_gz(rig.release("0.117.0", "start_delay=1500ms"), "slow.tar.gz");
+        const std::string a =
+            rig.tar_gz(rig.release("0.117.0", "start_delay=1500ms"), "slow.tar.gz");
         size_t from = rig.mark();
         rig.offer({"0.117.0", a});
         auto st = rig.wait_status("0.117.0", "", from);
@@ -240,16 +244,18 @@ TEST_CASE("update: a rollback whose old version fails too keeps it and reports u
     std::this_thread::sleep_for(3s);  // the scenario is "nothing happens for a while"
     CHECK(u.count("update: state") == states);
     // The agent reports the problem.
-    CHECK(wait_until([&] {
-        for (auto& m : rig.server->messages()) {
-            json_object* h = get(m.get(), "health");
-            if (h && !opamp::flag(h, "healthy") &&
-                rig.record().find("fails its health check too") != std::string::npos) {
-                return true;
+    CHECK(wait_until(
+        [&] {
+            for (auto& m : rig.server->messages()) {
+                json_object* h = get(m.get(), "health");
+                if (h && !opamp::flag(h, "healthy") &&
+                    rig.record().find("fails its health check too") != std::string::npos) {
+                    return true;
+                }
             }
-        }
-        return false;
-    }, 10s, 100ms));
+            return false;
+        },
+        10s, 100ms));
     CHECK(u.stop() == 0);
 }
 
@@ -340,9 +346,12 @@ TEST_CASE("update: one step back to previousVersion, and an offer that failed be
         REQUIRE(st->status == "InstallFailed");
         first_reason = st->error;
         // GC after the rollback: the failed 0.118.0 goes, the active one and its previous stay.
-        CHECK(wait_until([&] { return list_dir(rig.install + "/versions") ==
-                                      std::vector<std::string>{"0.116.0", "0.117.0"}; },
-                         10s, 50ms));
+        CHECK(wait_until(
+            [&] {
+                return list_dir(rig.install + "/versions") ==
+                       std::vector<std::string>{"0.116.0", "0.117.0"};
+            },
+            10s, 50ms));
         CHECK(u.stop() == 0);
     }
     // After a restart the same offer is not tried again: no byte is downloaded.
@@ -389,9 +398,9 @@ TEST_CASE("update: an archive battery through the binary") {
         const std::string name = rig.archive(c.kind, bin);
         Status st = expect_failure(rig, u, {"0.117.0", name}, c.reason);
         if (std::string(c.kind) == "bomb") {
-            CHECK_MESSAGE(st.error.find("refusing archive that unpacks to more than") !=
-                              std::string::npos,
-                          st.error);
+            CHECK_MESSAGE(
+                st.error.find("refusing archive that unpacks to more than") != std::string::npos,
+                st.error);
         }
         CHECK(wired::entries(rig.install + "/versions") == std::vector<std::string>{"0.116.0"});
     }

@@ -475,7 +475,10 @@ std::vector<Scenario> scenarios() {
                            update_to(v, v.release("0.117.0"), "0.117.0");
                            update_to(v, r["D"], "0.118.0");
                        },
-                   .op = [](const Releases&) { return Args{"gc", "--keep", "0"}; },
+                   .op =
+                       [](const Releases&) {
+                           return Args{"gc", "--keep", "0"};
+                       },
                    .start = [](const Releases& r) { return start_args(r.at("A"), "newest"); },
                    .end = {"0.118.0", "D"},
                    .keep = {"0.117.0", "0.118.0"}});

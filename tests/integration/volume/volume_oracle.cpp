@@ -1,7 +1,5 @@
 #include "volume_oracle.hpp"
 
-#include "harness.hpp"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -11,6 +9,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+
+#include "harness.hpp"
 
 namespace myr::test::oracle {
 namespace {
@@ -282,7 +282,9 @@ std::vector<std::string> differences(const Tree& before, const Tree& after,
     return out;
 }
 
-std::vector<std::string> entries(const std::string& dir) { return myr::test::list_dir(dir); }
+std::vector<std::string> entries(const std::string& dir) {
+    return myr::test::list_dir(dir);
+}
 
 std::string link_target(const std::string& path) {
     char buf[4096];

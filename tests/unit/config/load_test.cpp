@@ -554,9 +554,10 @@ TEST_CASE("config: an http:// download prefix needs a loopback endpoint or insec
         "  allowedDownloadPrefixes: [https://dl.example/c/, http://mirror.example/otelcol/]\n";
     expect_problem(remote + kIdentity + prefixes, "update.allowedDownloadPrefixes[1]",
                    "http:// downloads are refused while server.endpoint is not on a loopback host");
-    expect_ok("server:\n  endpoint: wss://myriarchd.example:4320/v1/opamp\n"
-              "  allowInsecureTransport: true\n" +
-              kIdentity + prefixes);
+    expect_ok(
+        "server:\n  endpoint: wss://myriarchd.example:4320/v1/opamp\n"
+        "  allowInsecureTransport: true\n" +
+        kIdentity + prefixes);
     expect_ok("server:\n  endpoint: ws://127.0.0.1:4320/v1/opamp\n" + kIdentity + prefixes);
     // https:// prefixes alone are always fine.
     expect_ok(remote + kIdentity + "  allowedDownloadPrefixes: [https://dl.example/c/]\n");

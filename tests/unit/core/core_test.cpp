@@ -166,9 +166,19 @@ TEST_CASE("log: identical lines past the burst are counted and summarised once")
 TEST_CASE("log: a keyed line counts against its own key, not the message's other keys") {
     log::RateLimiter rl;
     const auto t0 = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < log::kBurst; ++i) CHECK(rl.admit(log::Level::info, "m\x1f" "a", t0));
-    CHECK_FALSE(rl.admit(log::Level::info, "m\x1f" "a", t0));
-    CHECK(rl.admit(log::Level::info, "m\x1f" "b", t0));
+    for (size_t i = 0; i < log::kBurst; ++i)
+        CHECK(rl.admit(log::Level::info,
+                       "m\x1f"
+                       "a",
+                       t0));
+    CHECK_FALSE(rl.admit(log::Level::info,
+                         "m\x1f"
+                         "a",
+                         t0));
+    CHECK(rl.admit(log::Level::info,
+                   "m\x1f"
+                   "b",
+                   t0));
     CHECK(rl.admit(log::Level::info, "m", t0));
 }
 

@@ -156,7 +156,8 @@ TEST_CASE("transfer: a dropped connection is retried after the backoff; 5 failur
 }
 
 TEST_CASE("transfer: the client gets the stall and connect timeouts and the offer's headers") {
-    if (!test::exists(net::system_ca_file)) MYR_SKIP("no system CA store at " << net::system_ca_file);
+    if (!test::exists(net::system_ca_file))
+        MYR_SKIP("no system CA store at " << net::system_ca_file);
     Rig rig({}, "https");
     const std::string data = "abc";
     rig.start(data, 100, {{"Authorization", "Bearer t"}, {"Connection", "keep-alive"}});

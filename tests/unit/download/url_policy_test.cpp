@@ -67,8 +67,8 @@ TEST_CASE("url policy: prefixes match whole path segments only") {
     REQUIRE(q.ok());
     CHECK(q->path == "/artifacts/x?sig=a/../b");
     CHECK(rule_of("https://h/artifacts/x", policy({})) == "prefix");
-    CHECK(rule_of("https://b/artifacts/x", policy({"https://a/artifacts/", "https://b/artifacts/"})) ==
-          "");
+    CHECK(rule_of("https://b/artifacts/x",
+                  policy({"https://a/artifacts/", "https://b/artifacts/"})) == "");
 }
 
 TEST_CASE("url policy: each refusal names its rule") {

@@ -54,7 +54,7 @@ std::vector<std::string> temp_leftovers(int dirfd) {
 }
 
 mode_t mode_of(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::lstat(path.c_str(), &st) == 0);
     return st.st_mode & 07777;
 }

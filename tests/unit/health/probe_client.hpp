@@ -25,8 +25,12 @@ namespace myr::health::test {
 using namespace std::chrono_literals;
 
 inline Probes fixed(bool live, bool ready) {
-    return Probes{[live] { return Answer{live, live ? "ok" : "stalled"}; },
-                  [ready] { return Answer{ready, ready ? "ready" : "child not running"}; }};
+    return Probes{[live] {
+                      return Answer{live, live ? "ok" : "stalled"};
+                  },
+                  [ready] {
+                      return Answer{ready, ready ? "ready" : "child not running"};
+                  }};
 }
 
 inline int connect_to(int port) {

@@ -12,8 +12,8 @@
 #include "health/probes.hpp"
 #include "loop/fake_scheduler.hpp"
 #include "loop/loop.hpp"
-#include "probe_client.hpp"
 #include "loop/uv_scheduler.hpp"
+#include "probe_client.hpp"
 
 using namespace myr;
 using namespace myr::health;

@@ -135,7 +135,8 @@ TEST_CASE("loop: close() closes handles left open and still ends at zero") {
     loop::Loop loop;
     auto* raw = new uv_timer_t;
     uv_timer_init(loop.get(), raw);
-    uv_timer_start(raw, [](uv_timer_t*) noexcept {}, 100000, 0);
+    uv_timer_start(
+        raw, [](uv_timer_t*) noexcept {}, 100000, 0);
     CHECK(loop.close() == 0);
     delete raw;
 }

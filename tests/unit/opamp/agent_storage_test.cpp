@@ -6,8 +6,8 @@
 #include "fakes.hpp"
 #include "harness.hpp"
 #include "loop/fake_scheduler.hpp"
-#include "opamp_stand_ins.hpp"
 #include "opamp/agent.hpp"
+#include "opamp_stand_ins.hpp"
 
 using namespace myr;
 using namespace myr::opamp;

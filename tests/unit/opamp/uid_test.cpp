@@ -46,7 +46,7 @@ TEST_CASE("uid: created once, stored 0600, and the same after a reload") {
     REQUIRE(a);
     const std::string path = dir / "instance_uid";
     CHECK(test::read_file(path) == uid_to_text(*a) + "\n");
-    struct stat st{};
+    struct stat st {};
     REQUIRE(stat(path.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
     auto b = load_or_create_instance_uid(open_state(dir), wall_now());

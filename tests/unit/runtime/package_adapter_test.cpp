@@ -16,8 +16,10 @@ TEST_CASE("package adapter: an offer keeps every field the installer decides on"
     top.type = opamp::PackageType::top_level;
     top.version = "0.117.0";
     top.hash = "h1";
-    top.file = opamp::DownloadableFile{"https://a.example/x.tar.gz", std::string(32, 'c'),
-                                       "{bundle}", {{"Authorization", "Bearer t"}}};
+    top.file = opamp::DownloadableFile{"https://a.example/x.tar.gz",
+                                       std::string(32, 'c'),
+                                       "{bundle}",
+                                       {{"Authorization", "Bearer t"}}};
     opamp::PackageAvailable addon;
     addon.name = "addon";
     addon.type = opamp::PackageType::addon;
@@ -96,10 +98,11 @@ struct InstallerOverFakes {
         s.require_signature = false;
         return s;
     }();
-    update::Installer inst{sched,
-                           update::Ports{fetcher, verifier, stager, preflight, service, volume,
-                                         health},
-                           settings, {}};
+    update::Installer inst{
+        sched,
+        update::Ports{fetcher, verifier, stager, preflight, service, volume, health},
+        settings,
+        {}};
 };
 
 }  // namespace
@@ -128,8 +131,9 @@ TEST_CASE("package adapter: an offer through the installer is answered in OpAMP 
     CHECK(s.server_provided_all_packages_hash == "all");
 }
 
-TEST_CASE("package adapter: the statuses restored at start are the first report, before any "
-          "offer") {
+TEST_CASE(
+    "package adapter: the statuses restored at start are the first report, before any "
+    "offer") {
     InstallerOverFakes f;
     update::Installer& inst = f.inst;
     inst.set_active("0.117.0", "h2");
@@ -153,8 +157,9 @@ TEST_CASE("package adapter: the statuses restored at start are the first report,
     CHECK(s.packages[0].server_offered_hash == "h2");
 }
 
-TEST_CASE("package adapter: the entries the codec refused are answered from the installer's "
-          "ledger") {
+TEST_CASE(
+    "package adapter: the entries the codec refused are answered from the installer's "
+    "ledger") {
     InstallerOverFakes f;
     f.inst.set_active("0.116.0");
     PackageAdapter adapter(f.inst);

@@ -170,10 +170,10 @@ std::string zip(const std::vector<Member>& members) {
         const std::string packed = deflated ? deflate_bytes(data, -15) : data;
         const uint32_t offset = static_cast<uint32_t>(out.size());
         auto common = [&](std::string& s) {
-            le16(s, 20);               // version needed
-            le16(s, 0);                // flags
-            le16(s, deflated ? 8 : 0);  // method
-            le16(s, 0);                // time
+            le16(s, 20);                        // version needed
+            le16(s, 0);                         // flags
+            le16(s, deflated ? 8 : 0);          // method
+            le16(s, 0);                         // time
             le16(s, (44 << 9) | (1 << 5) | 1);  // date: 2024-01-01
             le32(s, crc);
             le32(s, static_cast<uint32_t>(packed.size()));

@@ -2,11 +2,10 @@
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <signal.h>
 
 #include <thread>
 
@@ -150,7 +149,7 @@ TEST_CASE("stage: links, devices and fifos named like the binary are refused") {
             if (f == Format::zip && c.m.kind != Kind::symlink && c.m.kind != Kind::dir) continue;
             CAPTURE(c.rule);
             const std::string format = myr::test::to_string(f);
-        CAPTURE(format);
+            CAPTURE(format);
             auto members = release(path, "");
             members[2] = c.m;
             check_refused(stage_bytes(myr::test::make_archive(members, f)), c.m.name, c.rule);
@@ -161,8 +160,8 @@ TEST_CASE("stage: links, devices and fifos named like the binary are refused") {
 TEST_CASE("stage: a top folder named like the binary holds it; a directory is never the binary") {
     const std::string data = binary_bytes(1000);
     for (Format f : {Format::tar_gz, Format::zip}) {
-        auto s = stage_bytes(myr::test::make_archive(
-            {{kBin + "/", "", Kind::dir}, {kBin + "/" + kBin, data}}, f));
+        auto s = stage_bytes(
+            myr::test::make_archive({{kBin + "/", "", Kind::dir}, {kBin + "/" + kBin, data}}, f));
         REQUIRE_MESSAGE(s.result.ok(), s.result.error().message());
         CHECK(s.result->member == kBin + "/" + kBin);
         CHECK(s.content == data);
@@ -174,8 +173,8 @@ TEST_CASE("stage: a top folder named like the binary holds it; a directory is ne
 
 TEST_CASE("stage: a '..' component or an absolute name anywhere in the archive is refused") {
     const std::string data = binary_bytes(1000);
-    for (const std::string& bad : {std::string("../x"), kTop + "/../../etc/cron.d/x",
-                                   std::string("../") + kBin}) {
+    for (const std::string& bad :
+         {std::string("../x"), kTop + "/../../etc/cron.d/x", std::string("../") + kBin}) {
         CAPTURE(bad);
         check_refused(stage_bytes(myr::test::make_archive(
                           {{kTop + "/" + kBin, data}, {bad, "evil"}}, Format::tar_gz)),
@@ -183,33 +182,33 @@ TEST_CASE("stage: a '..' component or an absolute name anywhere in the archive i
     }
     check_refused(stage_bytes(myr::test::make_archive({{"/abs/" + kBin, data}}, Format::tar)),
                   "/abs/" + kBin, "refusing absolute member name");
-    check_refused(stage_bytes(myr::test::make_archive({{"/etc/passwd", "x"}, {kBin, data}},
-                                                      Format::tar_gz)),
-                  "/etc/passwd", "refusing absolute member name");
+    check_refused(
+        stage_bytes(myr::test::make_archive({{"/etc/passwd", "x"}, {kBin, data}}, Format::tar_gz)),
+        "/etc/passwd", "refusing absolute member name");
 }
 
 TEST_CASE("stage: two members that would both be the binary are refused") {
     const std::string data = binary_bytes(1000);
     // The same name twice (tar allows it: the later one would win on disk).
-    check_refused(stage_bytes(myr::test::make_archive({{kBin, data}, {kBin, "other"}},
-                                                      Format::tar_gz)),
-                  kBin, "refusing duplicate member: " + kBin + " is the binary already");
+    check_refused(
+        stage_bytes(myr::test::make_archive({{kBin, data}, {kBin, "other"}}, Format::tar_gz)), kBin,
+        "refusing duplicate member: " + kBin + " is the binary already");
     // At the top and under a folder.
-    check_refused(stage_bytes(myr::test::make_archive(
-                      {{kBin, data}, {kTop + "/" + kBin, data}}, Format::zip)),
+    check_refused(stage_bytes(myr::test::make_archive({{kBin, data}, {kTop + "/" + kBin, data}},
+                                                      Format::zip)),
                   kTop + "/" + kBin, "refusing duplicate member");
     // Two top folders each holding one.
-    check_refused(stage_bytes(myr::test::make_archive(
-                      {{"a/" + kBin, data}, {"b/README", "x"}, {"b/" + kBin, data}},
-                      Format::tar_xz)),
-                  "b/" + kBin, "refusing a second top folder holding " + kBin + " (a/ and b/)");
+    check_refused(
+        stage_bytes(myr::test::make_archive(
+            {{"a/" + kBin, data}, {"b/README", "x"}, {"b/" + kBin, data}}, Format::tar_xz)),
+        "b/" + kBin, "refusing a second top folder holding " + kBin + " (a/ and b/)");
 }
 
 TEST_CASE("stage: no member of that name, at the top or under one folder, is refused") {
     const std::string data = binary_bytes(1000);
-    check_refused(stage_bytes(myr::test::make_archive({{"otelcol", data}, {"README", "x"}},
-                                                      Format::tar_gz)),
-                  kBin, "no member named " + kBin);
+    check_refused(
+        stage_bytes(myr::test::make_archive({{"otelcol", data}, {"README", "x"}}, Format::tar_gz)),
+        kBin, "no member named " + kBin);
     // Two folders down is not "under one top folder".
     check_refused(stage_bytes(myr::test::make_archive({{"a/b/" + kBin, data}}, Format::tar_gz)),
                   kBin, "no member named " + kBin);
@@ -255,10 +254,10 @@ TEST_CASE("stage: an archive that unpacks to far more than the limit allows is r
     // An explicit max_unpacked wins over the default.
     stage::ExtractLimits l = limits(1 << 20);
     l.max_unpacked = 100000;
-    auto s = stage_bytes(myr::test::make_archive({{"filler", "", Kind::file, "", 1 << 20},
-                                                  {kBin, data}},
-                                                 Format::tar_xz),
-                         l);
+    auto s =
+        stage_bytes(myr::test::make_archive({{"filler", "", Kind::file, "", 1 << 20}, {kBin, data}},
+                                            Format::tar_xz),
+                    l);
     check_refused(s, "archive", "unpacks to more than 100000 bytes");
 }
 
@@ -309,7 +308,7 @@ TEST_CASE("stage: flipped bytes in a good archive are refused") {
         // zip: its central directory has no checksum either (a flipped name of another member
         // goes unnoticed), but a flipped directory offset does not.
         if (f == Format::zip) where = {good.size() / 2, 0, good.size() - 6};
-        for (size_t at : where) {                      // of the data itself
+        for (size_t at : where) {  // of the data itself
             CAPTURE(at);
             auto s = stage_bytes(myr::test::flip_bytes(good, at, 4));
             REQUIRE_FALSE(s.result.ok());
@@ -352,9 +351,9 @@ TEST_CASE("stage: a full staging volume is a system error naming ENOSPC, and not
         std::string path;
         ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
     } unmount{mnt};
-    auto s = stage_bytes(myr::test::make_archive(release(kTop + "/" + kBin, binary_bytes(1 << 20)),
-                                                 Format::tar_gz),
-                         limits(4 << 20), mnt);
+    auto s = stage_bytes(
+        myr::test::make_archive(release(kTop + "/" + kBin, binary_bytes(1 << 20)), Format::tar_gz),
+        limits(4 << 20), mnt);
     REQUIRE_FALSE(s.result.ok());
     INFO(s.result.error().message());
     CHECK(s.result.error().code() == Errc::system);
@@ -365,7 +364,8 @@ TEST_CASE("stage: a full staging volume is a system error naming ENOSPC, and not
     CHECK(s.left.empty());
 }
 
-TEST_CASE("stage: a failing create, write, fsync, chmod, rename or directory fsync leaves nothing") {
+TEST_CASE(
+    "stage: a failing create, write, fsync, chmod, rename or directory fsync leaves nothing") {
 #if !MYR_FAULT_INJECTION
     MYR_SKIP("built without fault injection");
 #else

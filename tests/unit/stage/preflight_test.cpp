@@ -122,8 +122,9 @@ TEST_CASE("preflight: another version than the offered one is refused, and valid
     auto r = preflight(rel.request("0.118.0"));
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code() == Errc::invalid);
-    CHECK(contains(r, "preflight: " + rel.binary + " --version reports version 0.117.0, "
-                                                   "expected 0.118.0"));
+    CHECK(contains(r, "preflight: " + rel.binary +
+                          " --version reports version 0.117.0, "
+                          "expected 0.118.0"));
     CHECK(rel.starts().size() == 1);
 }
 
@@ -144,8 +145,9 @@ TEST_CASE("preflight: --version without a version, or failing, is refused with i
         Release rel("version=0.118.0 version_output=fail");
         auto r = preflight(rel.request());
         CHECK(r.error().code() == Errc::process);
-        CHECK(contains(r, "--version ended with exit code 1: fake-otelcol: --version failed on "
-                          "purpose"));
+        CHECK(contains(r,
+                       "--version ended with exit code 1: fake-otelcol: --version failed on "
+                       "purpose"));
     }
 }
 
@@ -170,14 +172,15 @@ TEST_CASE("preflight: a --version that hangs is killed at its timeout") {
 }
 
 TEST_CASE("preflight: a failing validate is refused with its last lines of output") {
-    Release rel("version=0.118.0 validate=fail validate_message=exporter_otlp_has_no_endpoint "
-                "validate_lines=30");
+    Release rel(
+        "version=0.118.0 validate=fail validate_message=exporter_otlp_has_no_endpoint "
+        "validate_lines=30");
     auto r = preflight(rel.request());
     REQUIRE_FALSE(r.ok());
     INFO(r.error().message());
     CHECK(r.error().code() == Errc::process);
-    CHECK(contains(r,
-                   "preflight: validate (" + rel.binary + " validate) ended with exit code 1: "));
+    CHECK(
+        contains(r, "preflight: validate (" + rel.binary + " validate) ended with exit code 1: "));
     // The last ten lines: 22…30 and the error.
     CHECK(contains(r, "validate line 22 | validate line 23"));
     CHECK(contains(r, "validate line 30 | Error: exporter otlp has no endpoint"));

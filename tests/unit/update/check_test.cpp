@@ -119,8 +119,8 @@ TEST_CASE("check_offer: offer x inspection x policy -> verdict") {
         CHECK(to_string(v.rule) == std::string(to_string(c.rule)));
         CHECK(v.text == c.text);
         // The URL policy is asked last, only when every other rule let the offer through.
-        bool asked = c.kind != Kind::installed &&
-                     (c.kind == Kind::proceed || c.rule == Rule::url_refused);
+        bool asked =
+            c.kind != Kind::installed && (c.kind == Kind::proceed || c.rule == Rule::url_refused);
         CHECK(url_checks == (asked ? 1 : 0));
     }
 }

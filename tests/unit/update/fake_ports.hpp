@@ -130,9 +130,10 @@ class FakeStager : public Stager {
     FakeStager(loop::FakeScheduler& s, Trace& t) : answers(s), trace_(t) {}
     std::unique_ptr<Step> stage(std::string path, Callback<Staged> done) override {
         trace_.push_back("stage:" + path);
-        Result<Staged> r = error.empty() ? Result<Staged>(Staged{"st1", "/c/.staging/st1/otelcol",
-                                                                 std::string(64, 'b'), 10})
-                                         : Result<Staged>(fail(Errc::invalid, error));
+        Result<Staged> r =
+            error.empty()
+                ? Result<Staged>(Staged{"st1", "/c/.staging/st1/otelcol", std::string(64, 'b'), 10})
+                : Result<Staged>(fail(Errc::invalid, error));
         return answers.answer([done, r] { done(r); });
     }
     std::string error;
@@ -264,12 +265,11 @@ class FakeVolume : public VolumeOps {
         });
     }
     std::unique_ptr<Step> finish(Finish f, Done done) override {
-        trace_.push_back(std::string("finish:") + (f.clear_journal ? "clear" : "keep") +
-                         (f.gc ? ":gc" : "") +
-                         (f.staged_id.empty() ? "" : ":discard=" + f.staged_id) +
-                         (f.attempt ? std::string(":attempt=") + to_string(f.attempt->outcome)
-                                    : "") +
-                         (f.packages ? ":packages" : ""));
+        trace_.push_back(
+            std::string("finish:") + (f.clear_journal ? "clear" : "keep") + (f.gc ? ":gc" : "") +
+            (f.staged_id.empty() ? "" : ":discard=" + f.staged_id) +
+            (f.attempt ? std::string(":attempt=") + to_string(f.attempt->outcome) : "") +
+            (f.packages ? ":packages" : ""));
         finishes.push_back(f);
         if (f.clear_journal) journal.reset();
         if (f.attempt) inspection.last_attempt = f.attempt;

@@ -122,9 +122,9 @@ TEST_CASE("health rounds: a service that gave up ends the rounds at once") {
     rig.start();
     CHECK(rig.run() == 2s);
     CHECK_FALSE(rig.verdicts.at(0).healthy);
-    CHECK(rig.verdicts[0].why ==
-          std::string("supervisor not running (") +
-              service::to_string(service::State::waiting_to_restart) + ") x1");
+    CHECK(rig.verdicts[0].why == std::string("supervisor not running (") +
+                                     service::to_string(service::State::waiting_to_restart) +
+                                     ") x1");
     CHECK(rig.health.gets == 0);
     CHECK(rig.sched.armed_timers() == 0);
 }

@@ -73,8 +73,7 @@ struct Rig : FakeParts {
 
     explicit Rig(Settings s = settings()) {
         inst = std::make_unique<Installer>(
-            sched, Ports{fetcher, verifier, stager, preflight, service, volume, health}, s,
-            [this] {
+            sched, Ports{fetcher, verifier, stager, preflight, service, volume, health}, s, [this] {
                 reports.push_back(inst->report());
                 active_at_report.push_back(inst->active());
             });
@@ -777,8 +776,9 @@ TEST_CASE("installer: the owner hears when the critical section is over") {
     }
 }
 
-TEST_CASE("installer: packages.json of a version seeding has replaced since is reported with the "
-          "version that runs, and its offer is checked again") {
+TEST_CASE(
+    "installer: packages.json of a version seeding has replaced since is reported with the "
+    "version that runs, and its offer is checked again") {
     Rig rig;
     Installed stored = stored_install("0.115.0");  // the image's 0.116.0 was activated since
     rig.inst->restore(stored);
@@ -791,8 +791,9 @@ TEST_CASE("installer: packages.json of a version seeding has replaced since is r
     CHECK(rig.trace.at(0) == "inspect");
 }
 
-TEST_CASE("installer: a restored Installed makes the same offer a no-op, and a different one an "
-          "install") {
+TEST_CASE(
+    "installer: a restored Installed makes the same offer a no-op, and a different one an "
+    "install") {
     Rig rig;
     Installed stored = stored_install("0.116.0");
     rig.inst->restore(stored);
@@ -805,15 +806,17 @@ TEST_CASE("installer: a restored Installed makes the same offer a no-op, and a d
     rig.settle();
     CHECK(rig.top().code == Code::installed);
     CHECK(rig.top().agent_has_version == "0.117.0");
-    // The failed-offer file keeps the all_packages_hash of the last Installed; this one replaces it.
+    // The failed-offer file keeps the all_packages_hash of the last Installed; this one replaces
+    // it.
     REQUIRE(rig.volume.finishes.back().packages.has_value());
     CHECK(rig.volume.finishes.back().packages->all_packages_hash ==
           offer_of("0.117.0", 'q').all_packages_hash);
     CHECK(rig.volume.finishes.back().packages->version == "0.117.0");
 }
 
-TEST_CASE("installer: an install recovery undid is the first report, in place of the restored "
-          "status of its package") {
+TEST_CASE(
+    "installer: an install recovery undid is the first report, in place of the restored "
+    "status of its package") {
     Rig rig;
     Installed stored = stored_install("0.116.0");
     stored.statuses[0].name = "collector";  // the server's name for the package
@@ -835,12 +838,13 @@ TEST_CASE("installer: an install recovery undid is the first report, in place of
     CHECK(rig.top().code == Code::installed);
 }
 
-TEST_CASE("installer: an interrupted install without a packages.json is reported under the "
-          "given name") {
+TEST_CASE(
+    "installer: an interrupted install without a packages.json is reported under the "
+    "given name") {
     Rig rig;
-    rig.inst->report_interrupted(Attempt{"", "0.117.0", Outcome::interrupted,
-                                         "interrupted while starting", "t"},
-                                 "otelcol-contrib");
+    rig.inst->report_interrupted(
+        Attempt{"", "0.117.0", Outcome::interrupted, "interrupted while starting", "t"},
+        "otelcol-contrib");
     REQUIRE(rig.inst->report().packages.size() == 1);
     CHECK(rig.top().name == "otelcol-contrib");
     CHECK(rig.top().code == Code::install_failed);

@@ -108,8 +108,8 @@ TEST_CASE("ledger: a failed end reports InstallFailed and keeps the last Install
     Ledger l(2s);
     l.set_active("0.117.0", std::string(32, 'p'));
     Offer installed = offer_of("0.117.0");
-    l.restore(Installed{installed.all_packages_hash, "otelcol-contrib", "0.117.0",
-                        std::string(32, 'p'), {}, 0});
+    l.restore(Installed{
+        installed.all_packages_hash, "otelcol-contrib", "0.117.0", std::string(32, 'p'), {}, 0});
     Offer o = offer_of("0.118.0", 'q');
     REQUIRE(l.open(o).has_value());
     Installed out = l.fail(o, "preflight: exit 1", std::nullopt);

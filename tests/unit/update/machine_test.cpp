@@ -134,9 +134,8 @@ TEST_CASE("update machine: the critical section holds a shutdown and a newer off
 }
 
 TEST_CASE("update machine: a journaled state writes its name as the journal phase") {
-    std::set<S> j = {S::downloading, S::verifying, S::staging,         S::preflight,
-                     S::stopping,    S::swapping,  S::starting,        S::health_checking,
-                     S::rolling_back};
+    std::set<S> j = {S::downloading, S::verifying, S::staging,         S::preflight,   S::stopping,
+                     S::swapping,    S::starting,  S::health_checking, S::rolling_back};
     std::set<std::string_view> phases;
     for (S s : all_states()) {
         CAPTURE(to_string(s));

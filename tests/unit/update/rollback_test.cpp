@@ -15,8 +15,8 @@ using namespace std::chrono_literals;
 namespace {
 
 struct Rig : FakeParts {
-    HealthRounds rounds{sched, health, service, {{"collector", kCollectorHealth}},
-                        RoundsSettings{10s, 2, 2s, 1s}};
+    HealthRounds rounds{
+        sched, health, service, {{"collector", kCollectorHealth}}, RoundsSettings{10s, 2, 2s, 1s}};
     Rollback rollback{service, volume, rounds};
     std::optional<RollbackResult> result;
     bool switched_seen = false;
@@ -98,7 +98,8 @@ TEST_CASE("rollback: where it ends when a step fails") {
 TEST_CASE("rollback: cancelled, it answers nothing and leaves no timer armed") {
     Rig rig;
     rig.health.answers.hold = true;
-    rig.rollback.start("0.116.0", [] {}, [&](RollbackResult r) { rig.result = r; });
+    rig.rollback.start(
+        "0.116.0", [] {}, [&](RollbackResult r) { rig.result = r; });
     for (int i = 0; i < 50; ++i) {
         rig.sched.run_pending();
         rig.sched.advance(100ms);

@@ -7,6 +7,7 @@
 
 #include "core/fault.hpp"
 #include "download/spool.hpp"
+#include "fake_ports.hpp"
 #include "harness.hpp"
 #include "hash/sha256.hpp"
 #include "journal/recover.hpp"
@@ -14,7 +15,6 @@
 #include "store/activate.hpp"
 #include "update/installer.hpp"
 #include "update/state_files.hpp"
-#include "fake_ports.hpp"
 
 using namespace myr;
 using namespace myr::update;
@@ -208,8 +208,8 @@ TEST_CASE("recovery of an update: an unproven swap goes back, and the attempt sa
     for (const char* phase : {"swapping", "starting", "health-checking", "rolling-back"}) {
         CAPTURE(phase);
         VolumeRig rig;
-        REQUIRE(rig.wait(
-            [&](Done d) { return rig.ops.write_journal(rig.entry("downloading"), d); }));
+        REQUIRE(
+            rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("downloading"), d); }));
         REQUIRE(rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry(phase), d); }));
         auto [staged, sha] = rig.stage("0.117.0");
         REQUIRE(rig.wait([&](Done d) {
@@ -416,8 +416,9 @@ TEST_CASE("state files: packages.json keeps the statuses and which one is ours, 
     CHECK(**back == in);
 }
 
-TEST_CASE("state files: a packages.json from before the statuses were stored still names the "
-          "installed package") {
+TEST_CASE(
+    "state files: a packages.json from before the statuses were stored still names the "
+    "installed package") {
     VolumeRig rig;
     test::write_file(rig.state + "/packages.json",
                      "{\"allPackagesHash\":\"0101\",\"name\":\"otelcol-contrib\",\"version\":"
@@ -453,8 +454,9 @@ TEST_CASE("state files: a packages.json with a bad status or index is refused wi
     refused(good.substr(0, good.size() / 2), "not valid JSON");
 }
 
-TEST_CASE("installer over the real volume: after a restart the statuses are reported again and "
-          "the same offer is not installed again") {
+TEST_CASE(
+    "installer over the real volume: after a restart the statuses are reported again and "
+    "the same offer is not installed again") {
     EndToEnd e;
     e.inst->offer(e.offer());
     e.settle();
@@ -480,8 +482,9 @@ TEST_CASE("installer over the real volume: after a restart the statuses are repo
     CHECK(e.v.current() == "0.117.0");
 }
 
-TEST_CASE("installer over the real volume: a rollback's InstallFailed survives a restart, with the "
-          "all_packages_hash of what was installed before") {
+TEST_CASE(
+    "installer over the real volume: a rollback's InstallFailed survives a restart, with the "
+    "all_packages_hash of what was installed before") {
     EndToEnd e;
     e.inst->offer(e.offer());
     e.settle();
