@@ -9,15 +9,13 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
-#include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <thread>
 #include <vector>
 
 #include "../opamp/opamp_support.hpp"
+#include "hostile_support.hpp"
 #include "pid1.hpp"
 #include "wired_support.hpp"
 
@@ -34,56 +32,6 @@ namespace {
 constexpr long kPeakRssBoundKib = 24 * 1024;
 constexpr auto kProbeBound = std::chrono::milliseconds(100);
 constexpr auto kStopBound = std::chrono::seconds(5);  // the rig's container.stopTimeout
-
-long status_kib(pid_t pid, const char* field) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    const std::string key = std::string(field) + ":";
-    while (std::getline(in, line)) {
-        if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size()));
-    }
-    return -1;
-}
-
-// /healthz probed every 20 ms from a thread of the test, for as long as it lives.
-class Prober {
-  public:
-    explicit Prober(int port) : port_(port), thread_([this] { loop(); }) {}
-    ~Prober() { stop(); }
-    void stop() {
-        done_ = true;
-        if (thread_.joinable()) thread_.join();
-    }
-    size_t count() const { return times_.size(); }
-    int failures() const { return failures_.load(); }
-    std::chrono::milliseconds max() const {
-        return times_.empty() ? std::chrono::milliseconds(0)
-                              : *std::max_element(times_.begin(), times_.end());
-    }
-    std::chrono::milliseconds p99() {
-        if (times_.empty()) return std::chrono::milliseconds(0);
-        std::vector<std::chrono::milliseconds> t = times_;
-        std::sort(t.begin(), t.end());
-        return t[std::min(t.size() - 1, t.size() * 99 / 100)];
-    }
-
-  private:
-    void loop() {
-        while (!done_) {
-            auto t0 = Clock::now();
-            int status = http_get("127.0.0.1", port_, "/healthz", 2s).status;
-            times_.push_back(
-                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0));
-            if (status != 200) ++failures_;
-            std::this_thread::sleep_for(20ms);
-        }
-    }
-    int port_;
-    std::atomic<bool> done_{false};
-    std::vector<std::chrono::milliseconds> times_;
-    std::atomic<int> failures_{0};
-    std::thread thread_;
-};
 
 struct Outcome {
     long peak_kib = 0;
