@@ -102,8 +102,8 @@ void refused_within_budgets(const Case& c) {
                          << " KiB before the offer");
     CHECK_MESSAGE(probe.count() > 10, c.kind << ": only " << probe.count() << " probes");
     CHECK_MESSAGE(probe.failures() == 0, c.kind << ": " << probe.failures() << " probes not 200");
-    CHECK_MESSAGE(probe.max() < kProbeBound, c.kind << ": /healthz took " << probe.max().count()
-                                                    << " ms");
+    CHECK_MESSAGE(probe.max() < kProbeBound,
+                  c.kind << ": /healthz took " << probe.max().count() << " ms");
 
     // Nothing lost: the volume as it was, the same supervisor running its collector, storage
     // untouched, nothing left in the spool.
