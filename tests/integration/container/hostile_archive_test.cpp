@@ -1,8 +1,9 @@
 // Hostile release archives against the real binary as PID 1 (docs/stage.md, "Budgets"; issue 22,
 // finding 2). Each archive is valid and correctly hashed — what a compromised release or signing
 // identity could ship — and is built to make a reader hold too much: a zip of a million entries,
-// a zip64 directory claiming 2^40 of them, an xz block declaring a 768 MiB dictionary, a zstd
-// frame declaring a 128 MiB window, a tar of 512 KiB names. It is offered by the scripted OpAMP
+// a zip64 directory claiming 2^40 of them, a zip member and an xz block each declaring a 768 MiB
+// LZMA dictionary, a zstd frame declaring a 128 MiB window, a long gzip stream, a tar of 512 KiB
+// names. It is offered by the scripted OpAMP
 // server and served by the artifact server (tests/integration/update/update_rig.hpp) while the
 // test probes /healthz every 20 ms. What every case must leave true:
 // - the install is refused at staging, with a reason, before the running collector is touched;
@@ -131,6 +132,11 @@ TEST_CASE("hostile archive: a zip64 directory that claims 2^40 entries") {
     refused_within_budgets({"zip64-count", ""});
 }
 
+TEST_CASE("hostile archive: a zip member compressed with LZMA declaring a 768 MiB dictionary") {
+    if (!can_run_pid1()) return;
+    refused_within_budgets({"zip-lzma-dict", ""});
+}
+
 TEST_CASE("hostile archive: a tar.xz whose block declares a 768 MiB dictionary") {
     if (!can_run_pid1()) return;
     refused_within_budgets({"xz-dict", ""});
@@ -139,6 +145,11 @@ TEST_CASE("hostile archive: a tar.xz whose block declares a 768 MiB dictionary")
 TEST_CASE("hostile archive: a tar.zst of zstd --long=27 (a 128 MiB window)") {
     if (!can_run_pid1()) return;
     refused_within_budgets({"zstd-window", ""});
+}
+
+TEST_CASE("hostile archive: a tar.gz of 320 MiB of zeros") {
+    if (!can_run_pid1()) return;
+    refused_within_budgets({"gz-zeros", ""});
 }
 
 TEST_CASE("hostile archive: a tar.gz of 64 members with 512 KiB names, 262,143 levels deep") {

@@ -7,9 +7,9 @@ BINARY is a stand-in collector; the archive names it `otelcol-contrib` unless KI
 python's tarfile writes any member name and type as given, where GNU tar would strip a leading
 `../` or `/` and so could not make the archives the installer must refuse.
 
-The archive-memory kinds (zip-entries, zip64-count, xz-dict, zstd-window, deep-names) hold no
-binary: they are refused whatever else happens, and what their tests watch is the memory reading
-them costs. The zips are written byte by byte (zipfile would take a minute for a million entries);
+The archive-memory kinds (zip-entries, zip64-count, zip-lzma-dict, xz-dict, zstd-window, gz-zeros,
+deep-names) hold no binary: they are refused whatever else happens, and what their tests watch is
+the memory reading them costs. The zips are written byte by byte (zipfile would take a minute for a million entries);
 the xz dictionary is raised in the block header after compressing, because an encoder with a
 768 MiB dictionary needs gigabytes.
 """
@@ -145,6 +145,33 @@ def make_zstd_window(path):
         sys.exit('zstd-window: the frame does not declare a 2^27 window')
 
 
+def make_zip_lzma_dict(path):
+    # A zip member compressed with LZMA (method 14), which libarchive's zip reader decodes through
+    # liblzma with the dictionary its properties declare: 100 MiB of zeros, declared 768 MiB. It
+    # is named like the binary, since only the binary is decoded (other members are skipped by
+    # their compressed size), and a second member of that name has the archive refused.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, 'w', zipfile.ZIP_LZMA) as z:
+        with z.open('otelcol-contrib', 'w') as f:
+            chunk = bytes(1 << 20)
+            for _ in range(100):
+                f.write(chunk)
+        z.writestr(zipfile.ZipInfo('otelcol-contrib'), b'second', zipfile.ZIP_STORED)
+    blob = bytearray(buf.getvalue())
+    # Local header (30 bytes, the name, the extra field), then LZMA's own header: version (2),
+    # properties size (2), properties (lc/lp/pb, then the dictionary size).
+    at = 30 + struct.unpack_from('<H', blob, 26)[0] + struct.unpack_from('<H', blob, 28)[0]
+    if struct.unpack_from('<HH', blob, 0)[0] != 0x4b50 or struct.unpack_from('<H', blob, 8)[0] != 14:
+        sys.exit('zip-lzma-dict: unexpected local header')
+    struct.pack_into('<I', blob, at + 5, 768 << 20)
+    open(path, 'wb').write(bytes(blob))
+
+
+def make_gz_zeros(path):
+    # A long gzip stream (320 MiB of zeros, no binary): zlib's window is 32 KiB whatever it says.
+    compress(path, ['gzip', '-1', '-c'], tar_of_zeros(320 << 20))
+
+
 def make_deep_names(path):
     # 64 members whose GNU long names are 512 KiB each: 262,143 directory levels deep.
     buf = io.BytesIO()
@@ -162,6 +189,8 @@ HOSTILE = {
     'xz-dict': make_xz_dict,
     'zstd-window': make_zstd_window,
     'deep-names': make_deep_names,
+    'zip-lzma-dict': make_zip_lzma_dict,
+    'gz-zeros': make_gz_zeros,
 }
 
 
