@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "stage/child.hpp"
+
 namespace myr::cli {
 
 const std::vector<Command>& commands() {
@@ -58,6 +60,10 @@ const std::vector<Command>& commands() {
          cmd_verify},
         {"version", "print version, git commit, build type and linkage",
          "Usage: myriarch-updater version\n", cmd_version},
+        // Hidden (no summary): the staging's extractor, started by the updater itself.
+        {stage::kExtractCommand, nullptr,
+         "Internal: started by the updater to extract a release archive under kernel limits.\n",
+         cmd_internal_extract},
     };
     return table;
 }
@@ -80,6 +86,7 @@ std::string overview() {
         "\n"
         "Commands:\n";
     for (const Command& c : commands()) {
+        if (c.summary == nullptr) continue;
         char line[160];
         std::snprintf(line, sizeof line, "  %-13s %s\n", c.name, c.summary);
         out += line;

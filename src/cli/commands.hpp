@@ -12,7 +12,7 @@ namespace myr::cli {
 
 struct Command {
     const char* name;
-    const char* summary;  // one line for the overview
+    const char* summary;  // one line for the overview; null: hidden from it
     const char* help;     // the full --help text of the command
     int (*run)(const std::vector<std::string>& args);
 };
@@ -37,5 +37,6 @@ int cmd_install_self(const std::vector<std::string>& args);
 int cmd_verify(const std::vector<std::string>& args);
 int cmd_container(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
+int cmd_internal_extract(const std::vector<std::string>& args);
 
 }  // namespace myr::cli

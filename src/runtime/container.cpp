@@ -196,7 +196,7 @@ service::CriticalSection* ContainerRuntime::start_installer() {
     auto j = std::shared_ptr<journal::Journal>(volume_, &volume_->journal);
     volume_ops_ =
         std::make_unique<update::StoreVolumeOps>(sched_, vol, j, cfg_.collector.keep_versions);
-    stager_ = std::make_unique<ExtractStager>(sched_, vol, extract_limits(cfg_));
+    stager_ = std::make_unique<ExtractStager>(reaper_, sched_, vol, extract_limits(cfg_));
     downloader_ = std::make_unique<download::HttpDownloader>(
         loop_.get(), sched_, downloader_options(cfg_, volume_->state));
     update::Ports ports{*downloader_, verifier_,    *stager_,     preflight_,

@@ -22,6 +22,8 @@
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
 #include "hash/sha256.hpp"
+#include "stage/decoders.hpp"
+#include "stage/zip_scan.hpp"
 
 namespace myr::stage {
 
@@ -46,7 +48,7 @@ struct Source {
     size_t magic_len = 0;
     int read_errno = 0;
     bool over_unpacked = false;
-    std::string gzip_error;  // set when our gzip layer refused the stream
+    std::string decode_error;  // set when our gzip, xz or zstd layer refused the stream
     std::vector<char> in = std::vector<char>(kBlock);
     size_t in_len = 0;  // bytes of `in` read ahead and not handed on yet (the first block)
     bool raw_eof = false;
@@ -57,6 +59,11 @@ struct Source {
     bool z_live = false;
     uint64_t drained = 0;  // inflated after libarchive saw the end of the tar
     std::vector<char> out = std::vector<char>(kBlock);
+
+    std::unique_ptr<StreamDecoder> dec;  // xz or zstd (decoders.hpp), when not gzip
+    bool dec_end = false;
+    const uint8_t* pend = nullptr;  // input handed to `dec` and not used yet
+    size_t pend_len = 0;
 
     ~Source() {
         if (z_live) inflateEnd(&z);
@@ -87,6 +94,7 @@ struct Source {
         if (n == 0) raw_eof = true;
         gzip = in_len >= 2 && static_cast<uint8_t>(in[0]) == 0x1f &&
                static_cast<uint8_t>(in[1]) == 0x8b;
+        if (!gzip) return open_decoder();
         if (gzip) {
             // 16 + 15: gzip wrapper only, largest window; the trailer is checked by inflate.
             if (inflateInit2(&z, 16 + 15) != Z_OK) return fail("gzip: inflateInit failed");
@@ -96,6 +104,67 @@ struct Source {
             in_len = 0;
         }
         return {};
+    }
+
+    // xz and zstd by their magic numbers; the first block becomes the decoder's input.
+    Status open_decoder() {
+        static const uint8_t kXz[6] = {0xfd, '7', 'z', 'X', 'Z', 0x00};
+        const auto* p = reinterpret_cast<const uint8_t*>(in.data());
+        std::string why;
+        if (in_len >= sizeof kXz && std::memcmp(p, kXz, sizeof kXz) == 0) {
+            dec = make_xz_decoder(why);
+#if MYR_HAVE_ZSTD
+        } else if (in_len >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd) {
+            dec = make_zstd_decoder(why);
+#endif
+        } else {
+            return {};
+        }
+        if (!dec) return fail(why);
+        pend = p;
+        pend_len = std::exchange(in_len, 0);
+        return {};
+    }
+
+    bool decoded() const {
+        return gzip || dec != nullptr;
+    }
+
+    // Decompressed bytes into `out` from the xz or zstd decoder; 0 at the clean end, -1 on an
+    // error (decode_error set).
+    ssize_t decode_some() {
+        size_t produced = 0;
+        while (produced == 0 && !dec_end) {
+            if (pend_len == 0 && !raw_eof) {
+                ssize_t n = read_raw(in.data(), in.size());
+                if (n < 0) return -1;
+                if (n == 0) raw_eof = true;
+                pend = reinterpret_cast<const uint8_t*>(in.data());
+                pend_len = static_cast<size_t>(n);
+            }
+            const bool finish = pend_len == 0 && raw_eof;
+            size_t len = out.size();
+            auto step =
+                dec->decode(pend, pend_len, finish, reinterpret_cast<uint8_t*>(out.data()), len);
+            if (step == StreamDecoder::Step::error) {
+                decode_error = dec->error();
+                return -1;
+            }
+            produced = len;
+            if (step == StreamDecoder::Step::end) {
+                dec_end = true;
+                if (pend_len != 0 || !raw_eof) {
+                    decode_error = "unexpected bytes after the compressed data";
+                    return -1;
+                }
+            }
+        }
+        return static_cast<ssize_t>(produced);
+    }
+
+    // The next decompressed block of whichever layer is ours.
+    ssize_t next() {
+        return gzip ? inflate_some() : decode_some();
     }
 
     // More compressed input when inflate has used up what it had; false on a read error.
@@ -109,7 +178,7 @@ struct Source {
         return true;
     }
 
-    // Decompressed bytes into `out`; 0 at the clean end, -1 on an error (gzip_error set).
+    // Decompressed bytes into `out`; 0 at the clean end, -1 on an error (decode_error set).
     ssize_t inflate_some() {
         z.next_out = reinterpret_cast<Bytef*>(out.data());
         z.avail_out = static_cast<uInt>(out.size());
@@ -117,7 +186,7 @@ struct Source {
             if (gzip_end) return 0;
             if (!refill()) return -1;
             if (z.avail_in == 0 && raw_eof) {
-                gzip_error = "gzip: unexpected end of data";
+                decode_error = "gzip: unexpected end of data";
                 return -1;
             }
             int r = inflate(&z, Z_NO_FLUSH);
@@ -129,14 +198,14 @@ struct Source {
                 } else if (z.avail_in >= 2 && z.next_in[0] == 0x1f && z.next_in[1] == 0x8b) {
                     inflateReset(&z);
                 } else {
-                    gzip_error = "gzip: unexpected bytes after the compressed data";
+                    decode_error = "gzip: unexpected bytes after the compressed data";
                     return -1;
                 }
             } else if (r != Z_OK && r != Z_BUF_ERROR) {
-                gzip_error = std::string("gzip: ") + (z.msg ? z.msg : "invalid data");
+                decode_error = std::string("gzip: ") + (z.msg ? z.msg : "invalid data");
                 return -1;
             } else if (r == Z_BUF_ERROR && z.avail_in == 0 && raw_eof) {
-                gzip_error = "gzip: unexpected end of data";
+                decode_error = "gzip: unexpected end of data";
                 return -1;
             }
         }
@@ -154,10 +223,10 @@ la_ssize_t on_read(struct archive* a, void* data, const void** out) {
         archive_set_error(a, EFBIG, "unpacked size limit reached");
         return -1;
     }
-    if (s->gzip) {
-        ssize_t n = s->inflate_some();
+    if (s->decoded()) {
+        ssize_t n = s->next();
         if (n < 0) {
-            archive_set_error(a, EINVAL, "%s", s->gzip_error.c_str());
+            archive_set_error(a, EINVAL, "%s", s->decode_error.c_str());
             return -1;
         }
         *out = s->out.data();
@@ -277,7 +346,7 @@ class Extraction {
         if (auto ok = open(); !ok) return ok.fail();
         if (auto ok = read_members(); !ok) return ok.fail();
         if (src_.over_unpacked) return failure(found_);
-        if (auto ok = drain_gzip(); !ok) return ok.fail();
+        if (auto ok = drain(); !ok) return ok.fail();
         if (found_.empty()) {
             return refuse(binary_, "no member named " + binary_ +
                                        " at the top of the archive or under one top folder");
@@ -289,13 +358,10 @@ class Extraction {
     Status open() {
         a_.reset(archive_read_new());
         if (!a_) return fail(Errc::system, "stage: out of memory creating the archive reader");
-        // Only what releases are shipped as: each format and filter registered here is code that
-        // reads hostile bytes, and (in the static build) code linked into the binary.
+        // Only what releases are shipped as: each format registered here is code that reads
+        // hostile bytes, and (in the static build) code linked into the binary. gzip, xz and zstd
+        // are decoded by Source, within the budgets, before libarchive sees a tar.
         archive_read_support_format_tar(a_.get());
-        archive_read_support_filter_xz(a_.get());
-#if MYR_HAVE_ZSTD
-        archive_read_support_filter_zstd(a_.get());
-#endif
         src_.fd = archive_fd_;
         src_.max_unpacked = max_unpacked_;
         // A seekable archive is read from its start: zip's offsets count from there.
@@ -309,6 +375,12 @@ class Extraction {
         // then refused rather than read again from its local headers. A pipe only allows the
         // local headers.
         if (seekable) {
+            // Its directory is loaded whole by libarchive: checked first, without allocating.
+            if (!src_.decoded()) {
+                ZipBudget budget;
+                budget.max_members = limits_.max_members;
+                if (auto ok = check_zip_directory(archive_fd_, budget); !ok) return ok;
+            }
             archive_read_support_format_zip_seekable(a_.get());
         } else {
             archive_read_support_format_zip_streamable(a_.get());
@@ -316,7 +388,7 @@ class Extraction {
         archive_read_set_read_callback(a_.get(), on_read);
         archive_read_set_callback_data(a_.get(), &src_);
         // Seeking would bypass our gzip layer; plain tar and zip use it to skip members unread.
-        if (seekable && !src_.gzip) archive_read_set_seek_callback(a_.get(), on_seek);
+        if (seekable && !src_.decoded()) archive_read_set_seek_callback(a_.get(), on_seek);
         if (archive_read_open1(a_.get()) != ARCHIVE_OK) return failure("");
         return {};
     }
@@ -335,8 +407,11 @@ class Extraction {
                               src_.read_errno));
         }
         const char* why = archive_error_string(a_.get());
-        std::string text = !src_.gzip_error.empty() ? src_.gzip_error : why ? why : "unknown error";
+        std::string text = !src_.decode_error.empty() ? src_.decode_error
+                           : why                      ? why
+                                                      : "unknown error";
         if (src_.raw_bytes == 0) return refuse("archive", "refusing empty file");
+        if (src_.decode_error.rfind("refusing", 0) == 0) return refuse(who, src_.decode_error);
         if (!MYR_HAVE_ZSTD && member.empty() && zstd_magic(src_)) {
             return refuse("archive", "zstd compression is not supported by this build");
         }
@@ -437,9 +512,9 @@ class Extraction {
 
     // libarchive stops at the tar's end-of-archive blocks; the gzip trailer after them (CRC-32,
     // length) is what proves the stream whole, so read to it.
-    Status drain_gzip() {
-        while (src_.gzip) {
-            ssize_t n = src_.inflate_some();
+    Status drain() {
+        while (src_.decoded()) {
+            ssize_t n = src_.next();
             if (n == 0) break;
             if (n < 0) return failure(found_);
             src_.drained += static_cast<uint64_t>(n);
