@@ -62,6 +62,14 @@ seeds = {
     'tar.zst-window-128MiB': seed(TAR_ZST, [member(FILE, README, zeros(96)),
                                             member(FILE, BIN, data(BINARY))],
                                   edits=SET_KNOB, knob=0x88),
+    # The largest dictionary and window the stage decodes with (64 MiB: property byte 28,
+    # descriptor 0x80), filled by 96 MiB of zeros: extracted, within the budget.
+    'tar.xz-dict-64MiB': seed(TAR_XZ, [member(FILE, README, zeros(96)),
+                                       member(FILE, BIN, data(BINARY))],
+                              edits=SET_KNOB, knob=28),
+    'tar.zst-window-64MiB': seed(TAR_ZST, [member(FILE, README, zeros(96)),
+                                           member(FILE, BIN, data(BINARY))],
+                                 edits=SET_KNOB, knob=0x80),
     # 64 MiB of zeros in a tar.gz cut short at byte 40,000.
     'tar.gz-zeros-cut': seed(TAR_GZ, [member(FILE, README, zeros(64)),
                                       member(FILE, BIN, data(BINARY))],
