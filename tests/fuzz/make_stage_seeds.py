@@ -37,6 +37,15 @@ def seed(mode, members, flavour=USTAR, edits=0, knob=0, level=0, tail=b''):
 
 
 BINARY = b'\x7fELF stand-in collector'
+
+
+def filled(mode, knob, mib):
+    """`mib` MiB of zeros, then the binary, under a header declaring `knob` as its xz dictionary
+    property or zstd window descriptor."""
+    return seed(mode, [member(FILE, README, zeros(mib)), member(FILE, BIN, data(BINARY))],
+                edits=SET_KNOB, knob=knob)
+
+
 seeds = {
     'tar-binary': seed(TAR, [member(FILE, BIN, data(BINARY))]),
     'tar.gz-folder': seed(TAR_GZ, [member(DIR, TOP_DIR), member(FILE, TOP_BIN, data(BINARY))],
@@ -55,21 +64,13 @@ seeds = {
                                   member(FILE, CUSTOM, data(BINARY), extra=b'\x05a\x00b/c')],
                             flavour=GNU),
     # 80 MiB of zeros under a block header declaring a 768 MiB dictionary (property byte 35).
-    'tar.xz-dict-768MiB': seed(TAR_XZ, [member(FILE, README, zeros(80)),
-                                        member(FILE, BIN, data(BINARY))],
-                               edits=SET_KNOB, knob=35),
+    'tar.xz-dict-768MiB': filled(TAR_XZ, 35, 80),
     # 96 MiB of zeros in a frame declaring a 128 MiB window (descriptor 0x88: 2^(10+17)).
-    'tar.zst-window-128MiB': seed(TAR_ZST, [member(FILE, README, zeros(96)),
-                                            member(FILE, BIN, data(BINARY))],
-                                  edits=SET_KNOB, knob=0x88),
+    'tar.zst-window-128MiB': filled(TAR_ZST, 0x88, 96),
     # The largest dictionary and window the stage decodes with (64 MiB: property byte 28,
     # descriptor 0x80), filled by 96 MiB of zeros: extracted, within the budget.
-    'tar.xz-dict-64MiB': seed(TAR_XZ, [member(FILE, README, zeros(96)),
-                                       member(FILE, BIN, data(BINARY))],
-                              edits=SET_KNOB, knob=28),
-    'tar.zst-window-64MiB': seed(TAR_ZST, [member(FILE, README, zeros(96)),
-                                           member(FILE, BIN, data(BINARY))],
-                                 edits=SET_KNOB, knob=0x80),
+    'tar.xz-dict-64MiB': filled(TAR_XZ, 28, 96),
+    'tar.zst-window-64MiB': filled(TAR_ZST, 0x80, 96),
     # 64 MiB of zeros in a tar.gz cut short at byte 40,000.
     'tar.gz-zeros-cut': seed(TAR_GZ, [member(FILE, README, zeros(64)),
                                       member(FILE, BIN, data(BINARY))],
