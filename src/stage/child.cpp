@@ -189,9 +189,11 @@ class RunningChild final : public loop::Step {
     }
 
   private:
+    // `done` may destroy this Step (its owner moves on): it is called from a local, last.
     void finish(Result<proc::Captured> c) {
-        if (!c) return done_(fail(c.error().context("stage: extractor")));
-        done_(parse_child_output(c->output, proc::describe_status(c->wait_status)));
+        ChildDone done = std::move(done_);
+        if (!c) return done(fail(c.error().context("stage: extractor")));
+        done(parse_child_output(c->output, proc::describe_status(c->wait_status)));
     }
 
     ChildDone done_;
