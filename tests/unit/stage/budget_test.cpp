@@ -42,16 +42,23 @@ void put64(std::string& s, uint64_t v) {
     for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>(v >> (8 * i)));
 }
 
+// The compression methods the binary's entry claims: in the central directory, in its local header.
+struct Methods {
+    uint32_t central = 0;
+    uint32_t local = 0;
+};
+
 // A stored zip of `n` empty members `d/0000000`… and then the binary: local headers, a central
 // directory, and (past 65535 entries) the zip64 end records, as Python's zipfile writes them.
-std::string many_member_zip(uint32_t n) {
+std::string many_member_zip(uint32_t n, Methods bin_methods = {}) {
     std::string local, central;
+    Methods m;
     auto add = [&](const std::string& name, const std::string& data) {
         const uint32_t offset = static_cast<uint32_t>(local.size());
         const uint32_t crc = static_cast<uint32_t>(
             crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
         put32(local, 0x04034b50);
-        for (uint32_t v : {20u, 0u, 0u, 0u, 0u}) put16(local, v);  // version flags method time date
+        for (uint32_t v : {20u, 0u, m.local, 0u, 0u}) put16(local, v);  // version flags method …
         put32(local, crc);
         put32(local, static_cast<uint32_t>(data.size()));
         put32(local, static_cast<uint32_t>(data.size()));
@@ -59,7 +66,7 @@ std::string many_member_zip(uint32_t n) {
         put16(local, 0);
         local += name + data;
         put32(central, 0x02014b50);
-        for (uint32_t v : {20u, 20u, 0u, 0u, 0u, 0u}) put16(central, v);
+        for (uint32_t v : {20u, 20u, 0u, m.central, 0u, 0u}) put16(central, v);
         put32(central, crc);
         put32(central, static_cast<uint32_t>(data.size()));
         put32(central, static_cast<uint32_t>(data.size()));
@@ -74,6 +81,7 @@ std::string many_member_zip(uint32_t n) {
         std::snprintf(name, sizeof name, "d/%07u", i);
         add(name, "");
     }
+    m = bin_methods;
     add(kBin, "binary");
     const uint64_t entries = uint64_t{n} + 1;
     std::string out = local + central;
@@ -254,4 +262,19 @@ TEST_CASE(
     CHECK(o.ok);
     CHECK(stage_in_child(many_member_zip(30), 20).message.find("declares 31 entries") !=
           std::string::npos);
+}
+
+TEST_CASE("stage budget: a zip member compressed otherwise than stored or deflate is refused") {
+    // lzma (14), bzip2 (12), xz (95), ppmd (98) decoders size their memory from the archive: the
+    // method is judged in the directory and in the local header, which libarchive trusts.
+    for (Methods m : {Methods{14, 14}, Methods{0, 14}, Methods{98, 0}}) {
+        CAPTURE(m.central);
+        CAPTURE(m.local);
+        auto o = stage_in_child(many_member_zip(3, m));
+        CHECK_FALSE(o.ok);
+        CHECK(o.message == "stage: " + kBin + ": refusing zip member compressed with method " +
+                               std::to_string(m.central != 0 ? m.central : m.local) +
+                               " (only stored and deflate are read)");
+    }
+    CHECK(stage_in_child(many_member_zip(3)).ok);
 }
