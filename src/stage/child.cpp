@@ -15,9 +15,11 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string_view>
 
+#include "core/fault.hpp"
 #include "core/fd.hpp"
 #include "core/hex.hpp"
 #include "loop/scheduler.hpp"
@@ -123,6 +125,11 @@ std::vector<std::string> child_argv(const ChildRequest& r) {
 }
 
 int child_main(const std::vector<std::string>& args) {
+    // Fault injection is PID 1's: a crash matrix counts the passes of PID 1 through its points and
+    // expects PID 1 to die at one, so the child neither traces nor triggers them.
+    ::unsetenv("MYRIARCH_FAULT");
+    ::unsetenv("MYRIARCH_FAULT_TRACE");
+    fault::reload();
     ExtractLimits l;
     if (args.size() != 6 || !parse_u64(args[1], l.max_binary_size) ||
         !parse_u64(args[2], l.max_members) || !parse_u64(args[3], l.max_unpacked)) {
@@ -182,9 +189,11 @@ class RunningChild final : public loop::Step {
     }
 
   private:
+    // `done` may destroy this Step (its owner moves on): it is called from a local, last.
     void finish(Result<proc::Captured> c) {
-        if (!c) return done_(fail(c.error().context("stage: extractor")));
-        done_(parse_child_output(c->output, proc::describe_status(c->wait_status)));
+        ChildDone done = std::move(done_);
+        if (!c) return done(fail(c.error().context("stage: extractor")));
+        done(parse_child_output(c->output, proc::describe_status(c->wait_status)));
     }
 
     ChildDone done_;

@@ -130,6 +130,11 @@ struct Source {
         return gzip || dec != nullptr;
     }
 
+    // The first block read ahead is a ustar, pax or GNU tar header ("ustar" at offset 257).
+    bool ustar() const {
+        return in_len >= 262 && std::memcmp(in.data() + 257, "ustar", 5) == 0;
+    }
+
     // Decompressed bytes into `out` from the xz or zstd decoder; 0 at the clean end, -1 on an
     // error (decode_error set).
     ssize_t decode_some() {
@@ -376,7 +381,8 @@ class Extraction {
         // local headers.
         if (seekable) {
             // Its directory is loaded whole by libarchive: checked first, without allocating.
-            if (!src_.decoded()) {
+            // Not in a tar, whose last member may well be a zip (libarchive reads it as a tar).
+            if (!src_.decoded() && !src_.ustar()) {
                 ZipBudget budget;
                 budget.max_members = limits_.max_members;
                 if (auto ok = check_zip_directory(archive_fd_, budget); !ok) return ok;
