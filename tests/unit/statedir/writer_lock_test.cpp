@@ -22,7 +22,8 @@ TEST_CASE("writer lock: one holder at a time, named to the next; released with i
     }
     CHECK(first->held());
     const std::string line = test::read_file(tmp / "state/.lock");
-    CHECK(line == "pid " + std::to_string(::getpid()) + " on " + line.substr(line.find(" on ") + 4));
+    CHECK(line ==
+          "pid " + std::to_string(::getpid()) + " on " + line.substr(line.find(" on ") + 4));
     CHECK(line.find(" since 2026-12-02T10:00:00Z\n") != std::string::npos);
     struct stat st {};
     REQUIRE(::stat((tmp / "state/.lock").c_str(), &st) == 0);
