@@ -150,7 +150,9 @@ Result<std::shared_ptr<SpoolFile>> SpoolFile::open(const statedir::StateDir& sta
     if (!stuck) {
         auto part = f->open_part();
         if (part) return f;
-        warn_leftover(part_name(hex), part.error());
+        log::warn(
+            "spool: the kept part cannot be used",
+            {{"path", f->dir_path_ + "/" + part_name(hex)}, {"error", part.error().message()}});
     }
     MYR_TRY(f->open_fresh(), "spool");
     return f;
