@@ -50,6 +50,9 @@ struct Update {
     std::optional<VersionText> minimum_version;
     bool allow_downgrade = false;
     uint64_t max_artifact_size = 1ULL << 30;
+    // The whole download of one offer, retries and backoff included; unset = derived from
+    // max_artifact_size (effective_download_timeout).
+    std::optional<Duration> download_timeout;
     Duration health_timeout = std::chrono::minutes(2);
     uint32_t health_successes = 3;
     Duration health_interval = std::chrono::seconds(2);
@@ -152,5 +155,12 @@ inline constexpr size_t kMaxFileSize = 1024 * 1024;
 // artifact path on the endpoint's host (wss -> https, ws -> http, same host and port, /artifacts/).
 // Empty when neither is configured.
 std::vector<Url> effective_download_prefixes(const Config& cfg);
+
+// The download deadline in effect: update.downloadTimeout, or when unset 5 min plus the time
+// update.maxArtifactSize takes at 64 KiB/s (1 GiB: 16684 s, 4 h 38 min), so that only a link slower
+// than that (or a server that drips on purpose) is cut off.
+inline constexpr Duration kDownloadTimeoutBase = std::chrono::minutes(5);
+inline constexpr uint64_t kDownloadMinRate = 64 * 1024;  // bytes per second
+Duration effective_download_timeout(const Update& u);
 
 }  // namespace myr::config

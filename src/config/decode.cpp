@@ -51,6 +51,8 @@ class Schema {
     Decoder file_name(std::string& out);
     Decoder abs_path(std::string& out, bool allow_empty);
     Decoder duration(Duration& out, bool allow_zero);
+    // A positive duration, or "" / null for "unset" (a value derived from others).
+    Decoder duration_or_unset(std::optional<Duration>& out);
     Decoder size(uint64_t& out);
     Decoder url(std::optional<Url>& out, std::vector<std::string> schemes, bool empty_is_none);
     Decoder url_list(std::vector<Url>& out, std::vector<std::string> schemes);
@@ -243,6 +245,19 @@ Decoder Schema::duration(Duration& out, bool allow_zero) {
             return;
         }
         out = d;
+    };
+}
+
+Decoder Schema::duration_or_unset(std::optional<Duration>& out) {
+    return [this, &out](const Node& key, const Node& v, const std::string& path) {
+        if (v.is_null() || (is_scalar(v) && v.value.empty())) {
+            out.reset();
+            return;
+        }
+        // duration() assigns only what it accepts; a refusal is reported there.
+        Duration d{-1};
+        duration(d, false)(key, v, path);
+        if (d.count() > 0) out = d;
     };
 }
 
@@ -452,6 +467,7 @@ void Schema::root(const Node& root) {
             {"minimumVersion", version(up.minimum_version)},
             {"allowDowngrade", boolean(up.allow_downgrade)},
             {"maxArtifactSize", size(up.max_artifact_size)},
+            {"downloadTimeout", duration_or_unset(up.download_timeout)},
             {"healthTimeout", duration(up.health_timeout, false)},
             {"healthSuccesses", uint(up.health_successes, 1)},
             {"healthInterval", duration(up.health_interval, false)},

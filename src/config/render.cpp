@@ -157,6 +157,10 @@ std::string render_effective(const Config& cfg) {
     line(i1, "minimumVersion", quote(u.minimum_version ? u.minimum_version->text : ""));
     line(i1, "allowDowngrade", bool_text(u.allow_downgrade));
     line(i1, "maxArtifactSize", format_size(u.max_artifact_size));
+    line(i1, "downloadTimeout",
+         u.download_timeout
+             ? format_duration(*u.download_timeout)
+             : "\"\"  # in effect: " + format_duration(effective_download_timeout(u)));
     line(i1, "healthTimeout", format_duration(u.health_timeout));
     line(i1, "healthSuccesses", std::to_string(u.health_successes));
     line(i1, "healthInterval", format_duration(u.health_interval));

@@ -219,6 +219,12 @@ void check_rules(const Config& cfg, Context& ctx) {
     check_container(cfg, ctx);
 }
 
+Duration effective_download_timeout(const Update& u) {
+    if (u.download_timeout) return *u.download_timeout;
+    return kDownloadTimeoutBase + std::chrono::duration_cast<Duration>(
+                                      std::chrono::seconds(u.max_artifact_size / kDownloadMinRate));
+}
+
 std::vector<Url> effective_download_prefixes(const Config& cfg) {
     if (!cfg.update.allowed_download_prefixes.empty()) return cfg.update.allowed_download_prefixes;
     if (!cfg.server.endpoint) return {};

@@ -93,7 +93,8 @@ class HttpDownloader::Transfer final : public loop::Step {
           opts_(parent.opts_),
           req_(std::move(req)),
           h_(std::move(h)),
-          backoff_timer_(sched_.timer()) {}
+          backoff_timer_(sched_.timer()),
+          deadline_timer_(sched_.timer()) {}
     ~Transfer() override { guard_.drop(); }
 
     void start();
@@ -118,6 +119,7 @@ class HttpDownloader::Transfer final : public loop::Step {
     void fail_with(Error e, bool remove_part);
     void remove_and_fail(Error e);
     void deliver(Result<Artifact> r);
+    void on_deadline();
 
     HttpDownloader& parent_;
     loop::Scheduler& sched_;
@@ -131,6 +133,7 @@ class HttpDownloader::Transfer final : public loop::Step {
     std::shared_ptr<SpoolFile> file_;  // shared with the job writing to it
     std::unique_ptr<HttpFetch> client_;
     std::unique_ptr<loop::Timer> backoff_timer_;
+    std::unique_ptr<loop::Timer> deadline_timer_;
 
     // The response being read.
     uint64_t range_from_ = 0;  // the offset asked for with Range (0 = none)
@@ -247,6 +250,8 @@ void HttpDownloader::Transfer::start() {
         }));
         return;
     }
+    if (opts_.deadline.count() > 0)
+        deadline_timer_->start(opts_.deadline, [this] { on_deadline(); });
     auto slot = std::make_shared<std::optional<Result<std::shared_ptr<SpoolFile>>>>();
     sched_.post_work([slot, dir = opts_.state_dir,
                       hex = req_.content_hash_hex] { slot->emplace(SpoolFile::open(dir, hex)); },
@@ -589,6 +594,7 @@ void HttpDownloader::Transfer::fail_with(Error e, bool remove_part) {
     finished_ = true;
     client_.reset();
     backoff_timer_->stop();
+    deadline_timer_->stop();
     buffer_.clear();
     if (!remove_part || !file_) {
         // on_done always on a later turn, never from inside a handler of ours.
@@ -610,10 +616,23 @@ void HttpDownloader::Transfer::remove_and_fail(Error e) {
                      guard_.bind([this, e = std::move(e)](bool) { deliver(fail(e)); }));
 }
 
+// A server that drips (a byte a second is never a stall) or a link too slow for the artifact:
+// the offer ends here whatever the tries left. Errc::timeout marks it transient (it may pass
+// another time); the part is kept, as after a cut.
+void HttpDownloader::Transfer::on_deadline() {
+    const uint64_t bytes = on_disk_ + buffer_.size();
+    fail_with(Error(Errc::timeout, "download exceeded update.downloadTimeout (" +
+                                       format_duration(opts_.deadline) + ") after " +
+                                       std::to_string(bytes) + " bytes")
+                  .context(label()),
+              false);
+}
+
 void HttpDownloader::Transfer::deliver(Result<Artifact> r) {
     finished_ = true;
     client_.reset();
     backoff_timer_->stop();
+    deadline_timer_->stop();
     guard_.drop();
     if (auto cb = h_.on_done) cb(std::move(r));
 }

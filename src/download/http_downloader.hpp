@@ -10,6 +10,7 @@
 //     time; the socket is paused while a write is pending and the buffer is full
 //   → end: dropped connection, stall (no byte for stall_timeout) → retry with backoff and jitter,
 //     at most max_tries requests that fail in total
+//   → over all of it, the deadline (update.downloadTimeout): a drip that is never a stall ends
 //   → commit (work queue: fsync, rename, fsync dir) → on_done.
 // The Downloader must outlive its Downloads. Two Downloads of the same hash at once are not
 // supported (the installer runs one offer at a time).
@@ -44,6 +45,10 @@ struct DownloaderOptions {
     Duration backoff_base = std::chrono::seconds(1);
     Duration backoff_max = std::chrono::seconds(30);
     Duration progress_interval = std::chrono::seconds(2);
+    // The whole of one offer's download, retries and backoff waits included
+    // (update.downloadTimeout); past it the download ends with Errc::timeout, its part kept. Zero:
+    // no deadline.
+    Duration deadline{0};
     // Received bytes waiting for the disk: past this the socket is paused. With one write in
     // flight, a download holds at most 2 × this plus one socket read (64 KiB) of body bytes.
     size_t buffer_bytes = 256u << 10;

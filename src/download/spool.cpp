@@ -4,10 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <mutex>
+#include <set>
 #include <vector>
 
 #include "core/fault.hpp"
+#include "core/hex.hpp"
 #include "core/log.hpp"
+#include "core/random.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
 
@@ -23,6 +27,38 @@ std::string part_name(const std::string& hex) {
 }
 std::string meta_name(const std::string& hex) {
     return hex + ".part.meta";
+}
+
+// Leftovers that cannot be removed are met again at every sweep (each download, each install's
+// clean-up): each is named in the log the first time only, and at most this many names are kept.
+constexpr size_t kReportedLeftovers = 64;
+
+void warn_leftover(const std::string& name, const Error& e) {
+    static std::mutex mu;
+    static std::set<std::string> reported;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        if (reported.size() >= kReportedLeftovers || !reported.insert(name).second) return;
+    }
+    std::string why = e.message();
+    if (why.size() > 300) why = why.substr(0, 300) + "…";
+    log::warn("cannot remove a spool leftover; leaving it",
+              {{"path", std::string(statedir::entry::spool) + "/" + name}, {"error", why}});
+}
+
+// Removes `name` from the spool directory; false (logged once) when it cannot be removed.
+bool remove_leftover(int dir, const std::string& name) {
+    auto rm = fsx::remove_tree_at(dir, name);
+    if (!rm) warn_leftover(name, rm.error());
+    return static_cast<bool>(rm);
+}
+
+// Whether `name` in `dir` is in the way of a spool file: there (a regular file counts only when
+// `regular_ok` is false) and it cannot be removed (logged).
+bool blocked(int dir, const std::string& name, bool regular_ok) {
+    auto st = fsx::stat_at(dir, name);
+    if (!st || !st->has_value() || (regular_ok && S_ISREG((*st)->st_mode))) return false;
+    return !remove_leftover(dir, name);
 }
 
 // Hashes `fd` from offset 0 into `h`; returns the byte count.
@@ -68,13 +104,7 @@ Result<int> clear_spool(const statedir::StateDir& state) {
     for (const std::string& n : *names) {
         MYR_TRY(fault::point("recover.spool.before"), "recover");
         // As for .staging: a download that cannot be removed must not stop the start.
-        if (auto rm = fsx::remove_tree_at(dir->get(), n); !rm) {
-            std::string why = rm.error().message();
-            if (why.size() > 300) why = why.substr(0, 300) + "…";
-            log::warn("cannot remove a spool leftover; leaving it",
-                      {{"path", std::string(spool) + "/" + n}, {"error", why}});
-            continue;
-        }
+        if (!remove_leftover(dir->get(), n)) continue;
         ++removed;
         MYR_TRY(fault::point("recover.spool.after"), "recover");
     }
@@ -92,6 +122,7 @@ Result<std::shared_ptr<SpoolFile>> SpoolFile::open(const statedir::StateDir& sta
     MYR_TRY(fault::point("download.open"), "open spool");
     std::shared_ptr<SpoolFile> f(new SpoolFile());
     f->hex_ = hex;
+    f->base_ = hex;
     f->dir_path_ = state.path_of(statedir::entry::spool);
     // Not fsx::make_dir_at: a lost mkdir costs nothing (the next open makes it again), so no
     // fsync of the state directory and no fault point of its own.
@@ -101,67 +132,103 @@ Result<std::shared_ptr<SpoolFile>> SpoolFile::open(const statedir::StateDir& sta
     auto dir = fsx::open_dir_at(state.fd(), statedir::entry::spool);
     if (!dir) return dir.fail("spool: open " + f->dir_path_);
     f->dir_ = std::move(*dir);
-    const std::string spool = f->dir_path_ + "/";
 
     // The spool holds at most the current artifact: whatever else is there is an older offer's.
+    // What cannot be removed is left (and named in the log): it must not stop the install.
     auto names = fsx::list_dir(f->dir_.get());
     if (!names) return names.fail("list " + f->dir_path_);
     for (const std::string& n : *names) {
         if (n == hex || n == part_name(hex) || n == meta_name(hex)) continue;
-        MYR_TRY(fsx::remove_tree_at(f->dir_.get(), n), "remove " + spool + n);
+        (void)remove_leftover(f->dir_.get(), n);
     }
-
-    // A complete file from an earlier run (crash after the rename) needs no byte downloaded.
-    if (auto st = fsx::stat_at(f->dir_.get(), hex); st && *st) {
-        auto fd = fsx::open_regular_at(f->dir_.get(), hex);
-        if (fd) {
-            uint64_t size = 0;
-            auto d = hash::sha256_fd(fd->get(), &size);
-            if (d && hash::to_hex(*d) == hex) {
-                f->complete_ = Artifact{spool + hex, hex, size};
-                return f;
-            }
-        }
-        MYR_TRY(fsx::unlink_at(f->dir_.get(), hex), "remove " + spool + hex);
+    if (f->adopt_complete()) return f;
+    // A stuck entry under one of this artifact's own names: the download goes to a fresh name
+    // of its own instead (it cannot resume, but it can finish).
+    const int d = f->dir_.get();
+    bool stuck = blocked(d, hex, false) || blocked(d, part_name(hex), true) ||
+                 blocked(d, meta_name(hex), true);
+    if (!stuck) {
+        auto part = f->open_part();
+        if (part) return f;
+        log::warn(
+            "spool: the kept part cannot be used",
+            {{"path", f->dir_path_ + "/" + part_name(hex)}, {"error", part.error().message()}});
     }
-
-    const std::string part = part_name(hex);
-    int fd = openat(f->dir_.get(), part.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0 && errno == ENOENT) {
-        fd = openat(f->dir_.get(), part.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                    0600);
-    }
-    if (fd < 0) return fail_errno("open " + spool + part);
-    f->fd_ = UniqueFd(fd);
-    struct stat st {};
-    if (fstat(fd, &st) != 0) return fail_errno("stat " + spool + part);
-    if (!S_ISREG(st.st_mode)) {
-        return fail(Errc::invalid, spool + part + ": not a regular file");
-    }
-    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
-        return fail_errno("open " + spool + part);
-    }
-    auto kept = rehash(fd, f->hasher_);
-    if (!kept) return kept.fail(spool + part);
-    f->size_ = *kept;
-    if (f->size_ > 0) {
-        auto v = fsx::read_file_at(f->dir_.get(), meta_name(hex), kMaxValidator);
-        if (v) f->validator_ = *v;
-    } else {
-        MYR_TRY(fsx::unlink_at(f->dir_.get(), meta_name(hex)), "remove " + spool + meta_name(hex));
-    }
+    MYR_TRY(f->open_fresh(), "spool");
     return f;
 }
 
+bool SpoolFile::adopt_complete() {
+    // A complete file from an earlier run (crash after the rename) needs no byte downloaded.
+    auto st = fsx::stat_at(dir_.get(), hex_);
+    if (!st || !st->has_value() || !S_ISREG((*st)->st_mode)) return false;
+    auto fd = fsx::open_regular_at(dir_.get(), hex_);
+    if (fd) {
+        uint64_t size = 0;
+        auto d = hash::sha256_fd(fd->get(), &size);
+        if (d && hash::to_hex(*d) == hex_) {
+            complete_ = Artifact{dir_path_ + "/" + hex_, hex_, size};
+            return true;
+        }
+    }
+    // Other bytes: not this artifact. Left in place if it cannot go (then blocked() says so).
+    (void)remove_leftover(dir_.get(), hex_);
+    return false;
+}
+
+Status SpoolFile::open_part() {
+    const std::string part = part_name(base_);
+    int fd = openat(dir_.get(), part.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno == ENOENT) {
+        fd = openat(dir_.get(), part.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
+    }
+    if (fd < 0) return fail_errno("open");
+    fd_ = UniqueFd(fd);
+    struct stat st {};
+    if (fstat(fd, &st) != 0) return fail_errno("stat");
+    if (!S_ISREG(st.st_mode)) return fail(Errc::invalid, "not a regular file");
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) return fail_errno("open");
+    auto kept = rehash(fd, hasher_);
+    if (!kept) return kept.fail("re-read");
+    size_ = *kept;
+    if (size_ > 0) {
+        auto v = fsx::read_file_at(dir_.get(), meta_name(base_), kMaxValidator);
+        if (v) validator_ = *v;
+    } else {
+        MYR_TRY(fsx::unlink_at(dir_.get(), meta_name(base_)), "remove " + meta_name(base_));
+    }
+    return {};
+}
+
+Status SpoolFile::open_fresh() {
+    fd_ = UniqueFd();
+    size_ = 0;
+    hasher_ = hash::Sha256();
+    validator_.clear();
+    uint8_t r[8];
+    random_bytes(r, sizeof r);
+    base_ = hex_ + "-" + hex::encode(r, sizeof r);
+    const std::string part = part_name(base_);
+    log::warn("spool: this artifact's own name is taken by a leftover; downloading under another",
+              {{"path", dir_path_ + "/" + part}});
+    // O_EXCL: a fresh file of our own, never an entry someone placed there.
+    const int fd =
+        openat(dir_.get(), part.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return fail_errno("open " + dir_path_ + "/" + part);
+    fd_ = UniqueFd(fd);
+    return {};
+}
+
 Status SpoolFile::append(std::string_view data) {
-    MYR_TRY(fault::point("download.write"), "write " + dir_path_ + "/" + part_name(hex_));
+    MYR_TRY(fault::point("download.write"), "write " + dir_path_ + "/" + part_name(base_));
     size_t done = 0;
     while (done < data.size()) {
         const ssize_t n = pwrite(fd_.get(), data.data() + done, data.size() - done,
                                  static_cast<off_t>(size_ + done));
         if (n < 0) {
             if (errno == EINTR) continue;
-            return fail_errno("write " + dir_path_ + "/" + part_name(hex_));
+            return fail_errno("write " + dir_path_ + "/" + part_name(base_));
         }
         done += static_cast<size_t>(n);
     }
@@ -172,7 +239,7 @@ Status SpoolFile::append(std::string_view data) {
 
 Status SpoolFile::truncate() {
     if (ftruncate(fd_.get(), 0) != 0) {
-        return fail_errno("truncate " + dir_path_ + "/" + part_name(hex_));
+        return fail_errno("truncate " + dir_path_ + "/" + part_name(base_));
     }
     size_ = 0;
     hasher_ = hash::Sha256();
@@ -181,7 +248,7 @@ Status SpoolFile::truncate() {
 
 Status SpoolFile::set_validator(const std::string& validator) {
     if (validator == validator_) return {};
-    const std::string name = meta_name(hex_);
+    const std::string name = meta_name(base_);
     if (validator.empty()) {
         MYR_TRY(fsx::unlink_at(dir_.get(), name), "remove " + dir_path_ + "/" + name);
     } else {
@@ -193,21 +260,21 @@ Status SpoolFile::set_validator(const std::string& validator) {
 }
 
 Result<Artifact> SpoolFile::commit() {
-    const std::string part = part_name(hex_);
+    const std::string part = part_name(base_);
     const std::string where = dir_path_ + "/" + part;
     MYR_TRY(fault::point("download.commit"), "commit " + where);
     if (fsync(fd_.get()) != 0) return fail_errno("fsync " + where);
-    MYR_TRY(fsx::rename_at(dir_.get(), part, dir_.get(), hex_), "rename " + where);
-    (void)fsx::unlink_at(dir_.get(), meta_name(hex_));
+    MYR_TRY(fsx::rename_at(dir_.get(), part, dir_.get(), base_), "rename " + where);
+    (void)fsx::unlink_at(dir_.get(), meta_name(base_));
     MYR_TRY(fsx::fsync_dir(dir_.get()), "fsync " + dir_path_);
     const hash::Digest d = hasher_.finish();
-    return Artifact{dir_path_ + "/" + hex_, hash::to_hex(d), size_};
+    return Artifact{dir_path_ + "/" + base_, hash::to_hex(d), size_};
 }
 
 void SpoolFile::remove() {
     if (!dir_) return;
-    (void)fsx::unlink_at(dir_.get(), part_name(hex_));
-    (void)fsx::unlink_at(dir_.get(), meta_name(hex_));
+    (void)fsx::unlink_at(dir_.get(), part_name(base_));
+    (void)fsx::unlink_at(dir_.get(), meta_name(base_));
     (void)fsx::fsync_dir(dir_.get());
 }
 

@@ -3,9 +3,13 @@
 //   <hex>.part.meta   the validator (ETag or Last-Modified) those bytes were served under, so a
 //                     resume can ask with If-Range for exactly that version
 //   <hex>             the complete file, fsynced and renamed from the .part
-// where <hex> is the offer's content hash. Everything here blocks (file I/O, re-hashing a kept
-// part); the downloader calls it from the work queue, one call at a time per file, never on the
-// loop.
+// where <hex> is the offer's content hash. When an entry that cannot be removed holds one of
+// these names (a leftover someone made immutable, a directory of that name), the download goes
+// to `<hex>-<16 random hex>.part` instead, created O_EXCL 0600, renamed to `<hex>-<random>`: it
+// cannot resume, but it can finish. Leftovers that cannot be removed are named in the log once
+// per process and left; they never stop a download, an install or a start. Everything here blocks
+// (file I/O, re-hashing a kept part); the downloader calls it from the work queue, one call at a
+// time per file, never on the loop.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +39,8 @@ bool valid_content_hash(std::string_view hex);
 class SpoolFile {
   public:
     // Opens stateDir/spool (created when missing), removes every entry that is not this
-    // artifact's, and opens or creates `<hex>.part`; a kept part is re-read to hash its bytes.
+    // artifact's (what cannot be removed is left), and opens or creates `<hex>.part`; a kept part
+    // is re-read to hash its bytes.
     // When the complete `<hex>` is already there with that very hash, `complete()` holds it and
     // no part is opened. Fault points: `download.open`.
     [[nodiscard]] static Result<std::shared_ptr<SpoolFile>> open(const statedir::StateDir& state,
@@ -62,8 +67,16 @@ class SpoolFile {
 
   private:
     SpoolFile() = default;
+    // The complete `<hex>` when it holds this artifact's bytes; else it is removed if it can be.
+    bool adopt_complete();
+    // Opens or creates `<base>.part`, re-reading a kept part and its validator.
+    [[nodiscard]] Status open_part();
+    // Creates a part under a fresh unique name (own names blocked).
+    [[nodiscard]] Status open_fresh();
+
     std::string dir_path_;
     std::string hex_;
+    std::string base_;  // the spool files' name: `<hex>`, or `<hex>-<random>` when it is blocked
     UniqueFd dir_;
     UniqueFd fd_;
     uint64_t size_ = 0;

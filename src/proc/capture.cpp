@@ -66,6 +66,9 @@ struct CaptureJob {
 
     void on_exit(int status, const struct rusage& usage) {
         exited = true;
+        // The group outlives its leader while a member lives; its id is not reused before the
+        // group is empty, so the kill cannot reach anybody else's processes.
+        result.left_processes = ::kill(-pid, SIGKILL) == 0;
         result.wait_status = status;
         result.max_rss_kib = usage.ru_maxrss;
         if (eof) return maybe_finish();

@@ -71,7 +71,9 @@ struct Captured {
     int wait_status = 0;
     std::string output;  // stdout and stderr interleaved, at most `max_output` bytes
     bool truncated = false;
-    long max_rss_kib = 0;   // the process's peak resident set (wait4's ru_maxrss)
+    long max_rss_kib = 0;  // the process's peak resident set (wait4's ru_maxrss)
+    // Its process group still had members when it ended (a daemon it forked): they were killed.
+    bool left_processes = false;
     int exit_code() const;  // -1 when it ended by a signal
 };
 
@@ -89,6 +91,9 @@ using CaptureCallback = std::function<void(Result<Captured>)>;
 // Runs argv to its end through the Reaper, capturing stdout+stderr through a pipe read on the loop.
 // At the timeout its process group gets SIGKILL and the result is an error ("timed out after 10s").
 // An exec failure is an error naming errno. A non-zero exit is NOT an error: look at the status.
+// When the process ends, whatever is left in its process group gets SIGKILL (and is reaped as an
+// orphan): a short command leaves nothing running behind it. A descendant that left the group
+// (setsid, setpgid) is not found this way.
 // The callback runs exactly once, on the loop, never from inside this call. Returns the process's
 // pid (also its process group), or -1 when none was started, so that an owner that gives up early
 // can kill the group; the callback still runs once the process has ended.

@@ -58,6 +58,7 @@ download::DownloaderOptions downloader_options(const config::Config& cfg,
     o.policy = url_policy(cfg);
     o.ca_file = cfg.server.ca_file;
     o.allow_insecure_transport = cfg.server.allow_insecure_transport;
+    o.deadline = config::effective_download_timeout(cfg.update);
     return o;
 }
 

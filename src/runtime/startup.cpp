@@ -11,12 +11,17 @@ namespace {
 // Blocks: runs on the work queue.
 Result<SharedVolume> open_and_recover(const std::string& install_dir, const std::string& binary,
                                       const std::string& state_dir) {
-    auto vol = store::Volume::open(install_dir, binary);
-    if (!vol) return vol.fail("volume " + install_dir);
     auto state = statedir::StateDir::open(state_dir);
     if (!state) return state.fail();
-    auto opened = std::make_shared<OpenVolume>(OpenVolume{
-        std::move(vol.value()), *state, journal::Journal(*state), std::nullopt, std::nullopt});
+    // First of all: a second updater on this volume must not touch it at all (Volume::open
+    // already repairs entries).
+    auto lock = statedir::WriterLock::take(*state, format_rfc3339(wall_now()));
+    if (!lock) return lock.fail();
+    auto vol = store::Volume::open(install_dir, binary);
+    if (!vol) return vol.fail("volume " + install_dir);
+    auto opened = std::make_shared<OpenVolume>(OpenVolume{std::move(vol.value()), *state,
+                                                          journal::Journal(*state), std::nullopt,
+                                                          std::nullopt, std::move(*lock)});
     auto rec = journal::recover(opened->store, opened->journal,
                                 [&state = opened->state] { return download::clear_spool(state); });
     if (!rec) return rec.fail("recovery");

@@ -17,6 +17,7 @@
 #include "loop/scheduler.hpp"
 #include "proc/reaper.hpp"
 #include "statedir/state_dir.hpp"
+#include "statedir/writer_lock.hpp"
 #include "store/volume.hpp"
 #include "update/state_files.hpp"
 
@@ -37,10 +38,14 @@ struct OpenVolume {
     std::optional<update::Installed> installed;
     // The install that recovery undid at this start, if any (reported after connecting).
     std::optional<update::Attempt> interrupted;
+    // Held from before recovery to the process's end: one updater per state directory.
+    statedir::WriterLock lock;
 };
 using SharedVolume = std::shared_ptr<OpenVolume>;
 
-// Opens the volume and the state directory and runs journal recovery (which logs what it did).
+// Opens the volume and the state directory, takes the state directory's writer lock (a second
+// updater on the same volume fails here, naming the holder) and runs journal recovery (which logs
+// what it did).
 void recover_volume(loop::Scheduler& sched, const config::Config& cfg,
                     std::function<void(Result<SharedVolume>)> done);
 

@@ -98,10 +98,12 @@ class RunningPreflight final : public loop::Step {
         o.run_as = run_as();
         timed_out_ = false;
         timeout_ = timeout;
+        argv_text_ = argv.size() > 1 ? argv[0] + " " + argv[1] : argv[0];
         running_pid_ = proc::run_capture(reaper_, sched_, argv, o,
                                          guard_.bind([this, then](Result<proc::Captured> r) {
                                              running_pid_ = -1;
                                              timer_->stop();
+                                             if (r && r->left_processes) warn_left(argv_text_);
                                              (this->*then)(std::move(r));
                                          }));
         if (running_pid_ <= 0) return;
@@ -109,6 +111,13 @@ class RunningPreflight final : public loop::Step {
             timed_out_ = true;
             ::kill(-running_pid_, SIGKILL);
         });
+    }
+
+    // run_capture killed what the run left in its process group; that is worth a line, since a
+    // validate that daemonises would otherwise have kept running beside the collector.
+    static void warn_left(const std::string& what) {
+        log::warn("preflight: the staged binary left processes behind; killed its process group",
+                  {{"command", what}});
     }
 
     // The run was killed at its timeout: Errc::timeout, with what it had printed.
@@ -190,7 +199,8 @@ class RunningPreflight final : public loop::Step {
     std::unique_ptr<loop::Timer> timer_ = sched_.timer();
     bool timed_out_ = false;
     Duration timeout_{};
-    loop::Guard guard_;  // last: dropped first
+    std::string argv_text_;  // the running command's first two words, for the log
+    loop::Guard guard_;      // last: dropped first
 };
 
 }  // namespace

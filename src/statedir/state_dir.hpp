@@ -10,6 +10,8 @@
 //   last-attempt.json   update/      the outcome of the last install
 //   packages.json       update/      what the last offer came to
 //   instance_uid        opamp/       the updater's own OpAMP instance uid
+//   .lock               statedir/    the writer lock, held by the running updater
+//                                    (writer_lock.hpp); never removed
 // clang-format on
 //
 // A StateDir is a handle: copies share the one open directory fd, so a job on the work queue can
@@ -32,6 +34,7 @@ inline constexpr const char* spool = "spool";
 inline constexpr const char* last_attempt = "last-attempt.json";
 inline constexpr const char* packages = "packages.json";
 inline constexpr const char* instance_uid = "instance_uid";
+inline constexpr const char* lock = ".lock";
 }  // namespace entry
 
 class StateDir {

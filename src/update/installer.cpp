@@ -86,7 +86,7 @@ void Installer::post(Event ev, Why why) {
     }
     // The first failure is the one to report; a cancel says why it ended instead.
     if ((ev == Event::failed && why_.code == Failure::none) || ev == Event::cancel) {
-        why_ = Why{why.code, one_line(std::move(why.text))};
+        why_ = Why{why.code, one_line(std::move(why.text)), why.transient};
     }
     State from = state_;
     step_.reset();
@@ -218,8 +218,11 @@ void Installer::download() {
     });
     h.on_done = bound([this](Result<download::Artifact> a) {
         if (!a) {
-            return fail_with(Failure::download,
-                             "download " + pkg_->file->url + ": " + a.error().message());
+            // A deadline passed (update.downloadTimeout, a stall after the last try): transient.
+            return post(
+                Event::failed,
+                Why{Failure::download, "download " + pkg_->file->url + ": " + a.error().message(),
+                    a.error().code() == Errc::timeout});
         }
         artifact_ = std::move(a.value());
         post(Event::done);

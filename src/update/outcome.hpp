@@ -41,6 +41,9 @@ const char* to_string(Failure f);
 struct Why {
     Failure code = Failure::none;
     std::string text;  // one line
+    // The same offer may pass another time (a download deadline, a stall): issue 23 retries
+    // these within its budget instead of ending the install for good. False = deterministic.
+    bool transient = false;
 };
 
 // Reasons go into one report field and one log line: multi-line output (a preflight's last lines)

@@ -15,6 +15,9 @@
 //   validate_lines=N        validate first prints N lines "validate line <i>" on stdout
 //   validate_alloc_mb=N     validate allocates and touches N MiB first (peak memory tests)
 //   validate_ids=1          validate first prints "validate uid=<uid> gid=<gid>" on stdout
+//   validate_daemon=NAME    validate first forks a daemon named NAME (its comm, at most 15
+//                           characters) that closes its output, ignores TERM and HUP and sleeps
+//                           for ever in validate's process group; validate itself goes on
 //   health=ok|fail          running: GET / on the health port answers 200 or 503
 //   health_port=N           health port; FAKE_OTELCOL_HEALTH_PORT wins, then the port of the first
 //                           `endpoint:` after `health_check` in the file given by --config;
@@ -32,6 +35,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -149,7 +153,19 @@ int print_version(const Trailer& t, const std::string& version) {
     return 0;
 }
 
+// A daemon as a careless validate leaves it: output closed, deaf to TERM and HUP, in the group.
+void start_daemon(const std::string& name) {
+    if (::fork() != 0) return;
+    ::prctl(PR_SET_NAME, name.c_str(), 0, 0, 0);
+    ::signal(SIGTERM, SIG_IGN);
+    ::signal(SIGHUP, SIG_IGN);
+    int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd <= 2; ++fd) ::dup2(null, fd);
+    hang_forever();
+}
+
 int validate(const Trailer& t) {
+    if (auto name = get(t, "validate_daemon", ""); !name.empty()) start_daemon(name);
     if (get(t, "validate_ids", "0") == "1") {
         write_all(1, "validate uid=" + std::to_string(::getuid()) +
                          " gid=" + std::to_string(::getgid()) + "\n");

@@ -41,7 +41,8 @@ std::string UpdaterConfig::yaml() const {
            field("allowedDownloadPrefixes", prefixes.empty() ? "" : "[" + prefixes + "]") +
            field("minimumVersion", minimum_version) +
            field("allowDowngrade", boolean(allow_downgrade)) +
-           field("maxArtifactSize", max_artifact_size) + field("healthTimeout", health_timeout) +
+           field("maxArtifactSize", max_artifact_size) +
+           field("downloadTimeout", download_timeout) + field("healthTimeout", health_timeout) +
            field("healthSuccesses", number(health_successes)) +
            field("healthInterval", health_interval) + "collector:\n" +
            field("installDir", install_dir) + field("stateDir", state_dir) +

@@ -21,6 +21,7 @@ struct UpdaterConfig {
     std::string minimum_version;
     std::optional<bool> allow_downgrade;
     std::string max_artifact_size;
+    std::string download_timeout;
     std::string health_timeout, health_interval;
     std::optional<int> health_successes;
     // collector

@@ -68,6 +68,9 @@ TEST_CASE("config: omitted keys take the documented defaults") {
     CHECK_FALSE(c.update.minimum_version.has_value());
     CHECK(c.update.allow_downgrade == false);
     CHECK(c.update.max_artifact_size == (1ULL << 30));
+    CHECK_FALSE(c.update.download_timeout.has_value());
+    // 5 min + 1 GiB at 64 KiB/s.
+    CHECK(effective_download_timeout(c.update) == 5min + 16384s);
     CHECK(c.update.health_timeout == 2min);
     CHECK(c.update.health_successes == 3);
     CHECK(c.update.health_interval == 2s);
@@ -209,6 +212,17 @@ TEST_CASE("config: every key is parsed into its type") {
     CHECK(c.log.format == log::Format::json);
 }
 
+TEST_CASE("config: downloadTimeout is a duration, or derived from maxArtifactSize when unset") {
+    const std::string head = "update:\n  requireSignature: false\n  trustedRootFile: \"\"\n";
+    Config set = expect_ok(head + "  downloadTimeout: 90s\n");
+    REQUIRE(set.update.download_timeout.has_value());
+    CHECK(*set.update.download_timeout == 90s);
+    CHECK(effective_download_timeout(set.update) == 90s);
+    Config derived = expect_ok(head + "  maxArtifactSize: 64MiB\n  downloadTimeout: \"\"\n");
+    CHECK_FALSE(derived.update.download_timeout.has_value());
+    CHECK(effective_download_timeout(derived.update) == 5min + 1024s);
+}
+
 TEST_CASE("config: healthListen \"\" disables the endpoints") {
     Config c = expect_ok(kContainer + "  healthListen: \"\"\n", Mode::container);
     CHECK_FALSE(c.container->health_listen.has_value());
@@ -240,6 +254,7 @@ const KeyCase kKeys[] = {
     {"update", "minimumVersion", "expected a version"},
     {"update", "allowDowngrade", "expected true or false"},
     {"update", "maxArtifactSize", "expected a size"},
+    {"update", "downloadTimeout", "expected a duration"},
     {"update", "healthTimeout", "expected a duration"},
     {"update", "healthSuccesses", "expected an integer"},
     {"update", "healthInterval", "expected a duration"},
@@ -319,6 +334,9 @@ TEST_CASE("config: scalar type errors quote the value") {
                    "invalid duration \"soon\"");
     expect_problem("update:\n  healthTimeout: 30\n", "update.healthTimeout", "needs a unit");
     expect_problem("update:\n  healthTimeout: 1.5us\n", "update.healthTimeout", "unknown unit");
+    expect_problem("update:\n  downloadTimeout: 0\n", "update.downloadTimeout",
+                   "must be positive, got \"0\"");
+    expect_problem("update:\n  downloadTimeout: -5s\n", "update.downloadTimeout", "");
     expect_problem("update:\n  maxArtifactSize: big\n", "update.maxArtifactSize", "invalid size");
     expect_problem("update:\n  maxArtifactSize: 1PB\n", "update.maxArtifactSize", "unknown unit");
     expect_problem("update:\n  validateArgs: [a, [b]]\n", "update.validateArgs[1]",

@@ -156,18 +156,58 @@ TEST_CASE("spool: a damaged complete file is dropped; truncate restarts the hash
     CHECK(art->sha256_hex == hex);
 }
 
-TEST_CASE("spool: a planted symlink or a bad hash is refused") {
+TEST_CASE("spool: a planted symlink is removed, never followed; a bad hash is refused") {
     test::TempDir state;
     const std::string hex = hex_of("x");
     ::mkdir((state / "spool").c_str(), 0755);
+    const std::string before = test::read_file("/etc/passwd");
     REQUIRE(::symlink("/etc/passwd", (state / "spool/" + hex + ".part").c_str()) == 0);
     auto f = SpoolFile::open(open_state(state), hex);
-    CHECK(!f.ok());
-    CHECK(test::read_file("/etc/passwd").size() > 0);
+    REQUIRE(f.ok());
+    REQUIRE((*f)->append("x").ok());
+    struct stat st {};
+    REQUIRE(::lstat((state / "spool/" + hex + ".part").c_str(), &st) == 0);
+    CHECK(S_ISREG(st.st_mode));
+    CHECK((st.st_mode & 0777) == 0600);
+    CHECK(test::read_file("/etc/passwd") == before);
     auto bad = SpoolFile::open(open_state(state), "../../etc/passwd");
     REQUIRE(!bad.ok());
     CHECK(bad.error().code() == Errc::invalid);
     CHECK(!SpoolFile::open(open_state(state), std::string(64, 'A')).ok());
+}
+
+TEST_CASE("spool: leftovers that cannot be removed are left; a blocked name gets a fresh one") {
+    test::TempDir state;
+    const std::string hex = hex_of("payload");
+    const std::string spool = state / "spool";
+    // Entries no one can remove: a file in an immutable directory keeps the directory too.
+    std::vector<std::string> stuck{spool + "/old", spool + "/" + hex + ".part"};
+    bool immutable = true;
+    for (const std::string& d : stuck) {
+        REQUIRE(test::run({"mkdir", "-p", d}).exit_code == 0);
+        test::write_file(d + "/f", "x");
+        immutable = immutable && test::run({"chattr", "+i", d}).exit_code == 0;
+    }
+    struct Unfreeze {
+        std::vector<std::string> paths;
+        ~Unfreeze() {
+            for (const std::string& p : paths) test::run({"chattr", "-i", p});
+        }
+    } unfreeze{stuck};
+    if (!immutable) MYR_SKIP("chattr +i is not supported here");
+
+    auto f = SpoolFile::open(open_state(state), hex);
+    REQUIRE(f.ok());
+    REQUIRE((*f)->append("payload").ok());
+    auto art = (*f)->commit();
+    REQUIRE(art.ok());
+    CHECK(art->sha256_hex == hex);
+    CHECK(art->path.rfind(spool + "/" + hex + "-", 0) == 0);
+    CHECK(test::read_file(art->path) == "payload");
+    auto cleared = clear_spool(open_state(state));
+    REQUIRE(cleared.ok());
+    CHECK(*cleared == 1);
+    CHECK(test::list_dir(spool) == std::vector<std::string>{hex + ".part", "old"});
 }
 
 TEST_CASE("download: check_url answers at once with the rule fetch() applies") {

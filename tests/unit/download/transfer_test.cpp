@@ -338,3 +338,57 @@ TEST_CASE("transfer: 503 and 429 are retried, waiting Retry-After up to backoff_
     REQUIRE(rig.done);
     CHECK(rig.done->ok());
 }
+
+TEST_CASE("transfer: a body that drips is ended at the deadline, retries and waits included") {
+    DownloaderOptions o;
+    o.deadline = 10s;
+    Rig rig(o);
+    const std::string data(100, 'x');
+    rig.start(data);
+    REQUIRE(rig.fetcher.head(200, {{"Content-Length", "100"}, {"ETag", "\"e\""}}).ok());
+    // A byte a second is never a stall; one cut and its backoff count against the deadline too.
+    for (int i = 0; i < 4; ++i) {
+        REQUIRE(rig.fetcher.body("x").ok());
+        rig.sched.run_pending();
+        rig.sched.advance(1s);
+    }
+    rig.fetcher.drop();
+    rig.sched.run_pending();
+    rig.sched.advance(2s);
+    REQUIRE(rig.fetcher.started == 2);
+    REQUIRE(rig.fetcher.head(206, {{"Content-Range", "bytes 4-99/100"}, {"ETag", "\"e\""}}).ok());
+    for (int i = 0; i < 3; ++i) {
+        REQUIRE(rig.fetcher.body("x").ok());
+        rig.sched.run_pending();
+        rig.sched.advance(1s);
+    }
+    CHECK(!rig.done);
+    rig.sched.advance(1s);  // 10 s since the start
+    rig.sched.run_pending();
+    REQUIRE(rig.done);
+    REQUIRE(!rig.done->ok());
+    CHECK(rig.done->error().code() == Errc::timeout);
+    CHECK(rig.done->error().message() ==
+          "download: http://h/artifacts/a.bin: download exceeded update.downloadTimeout (10s) "
+          "after 7 bytes");
+    CHECK(!rig.fetcher.current_alive());
+    // The part is kept, as after a cut: the same offer can resume it.
+    CHECK(test::read_file(rig.part(data)) == "xxxxxxx");
+    rig.sched.advance(60s);
+    CHECK(rig.fetcher.started == 2);
+}
+
+TEST_CASE("transfer: no deadline when none is set") {
+    Rig rig;
+    const std::string data = "abc";
+    rig.start(data);
+    REQUIRE(rig.fetcher.head(200, {{"Content-Length", "3"}}).ok());
+    REQUIRE(rig.fetcher.body("a").ok());
+    rig.sched.advance(std::chrono::hours(24 * 4));
+    CHECK(!rig.done);
+    REQUIRE(rig.fetcher.body("bc").ok());
+    rig.fetcher.end_ok();
+    rig.sched.run_pending();
+    REQUIRE(rig.done);
+    CHECK(rig.done->ok());
+}

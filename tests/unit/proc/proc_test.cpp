@@ -60,6 +60,28 @@ TEST_CASE("run_capture: a command that outlives its timeout is killed with its g
     CHECK(r.error().code() == Errc::timeout);
 }
 
+TEST_CASE("run_capture: what a finished command left in its group is killed") {
+    auto quiet = capture({"/bin/sh", "-c", "exit 0"});
+    REQUIRE(quiet.ok());
+    CHECK_FALSE(quiet->left_processes);
+
+    // A daemon the command forked and left running (its output closed, so no pipe holds us).
+    auto r = capture({"/bin/sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!; exit 0"});
+    REQUIRE(r.ok());
+    CHECK(r->exit_code() == 0);
+    CHECK(r->left_processes);
+    const std::string pid = r->output.substr(0, r->output.find('\n'));
+    REQUIRE_FALSE(pid.empty());
+    // Killed (SIGKILL lands asynchronously): gone, or a zombie waiting for a reaper (this
+    // test's loop is closed by now).
+    auto dead = [&] {
+        const std::string stat = test::read_file("/proc/" + pid + "/stat");
+        const size_t paren = stat.rfind(')');
+        return stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
+    };
+    CHECK(test::wait_until(dead, 10s));
+}
+
 TEST_CASE("run_capture: a missing command is an error naming errno") {
     auto r = capture({"/nonexistent/seed-binary", "--version"});
     REQUIRE_FALSE(r.ok());
