@@ -87,8 +87,7 @@ TEST_CASE("versions: a version too long for a directory name is refused before t
 
     // 308 characters that parse: a pre-release identifier of 300.
     const std::string long_version = "0.117.0-" + std::string(300, 'a');
-    expect_refused(rig, u, {long_version, v117},
-                   "offered version \"0.117.0-aaaaaaaa", "0.116.0");
+    expect_refused(rig, u, {long_version, v117}, "offered version \"0.117.0-aaaaaaaa", "0.116.0");
     auto st = rig.wait_status(long_version, "InstallFailed");
     REQUIRE(st);
     CHECK_MESSAGE(st->error.find("is 308 characters; a version names a directory on the volume "
@@ -167,8 +166,8 @@ TEST_CASE("versions: build metadata and re-spun bytes of the active version are 
         size_t from = rig.mark();
         const std::string file = rig.dir / "same.txt";
         write_file(file, "name=otelcol-contrib\nversion=0.117.0\nurl=" + rig.url_of(v117) +
-                             "\nsha256=" + rig.sha_of(v117) + "\nall_hash=" +
-                             std::string(64, 'b') + "\ntype=0\n");
+                             "\nsha256=" + rig.sha_of(v117) + "\nall_hash=" + std::string(64, 'b') +
+                             "\ntype=0\n");
         std::ofstream(rig.commands, std::ios::app) << "release=" << file << "\n";
         auto again = rig.wait_status("0.117.0", "", from);
         REQUIRE_MESSAGE(again, rig.record());
