@@ -49,6 +49,9 @@ struct Update {
     std::vector<Url> allowed_download_prefixes;  // empty = derived from server.endpoint
     std::optional<VersionText> minimum_version;
     bool allow_downgrade = false;
+    // How many minor versions an offer may be from the supervisor's (the image's version); -1:
+    // not checked.
+    int max_minor_skew = 1;
     uint64_t max_artifact_size = 1ULL << 30;
     // The whole download of one offer, retries and backoff included; unset = derived from
     // max_artifact_size (effective_download_timeout).
@@ -147,6 +150,9 @@ std::string render_effective(const Config& cfg);
 
 // Convenience for commands: load, and turn problems into one Error listing them all.
 Result<Config> load_or_error(const std::string& path, Mode mode);
+
+// update.maxMinorSkew's upper bound: more would be the same as -1, said less clearly.
+inline constexpr int kMaxMinorSkew = 1000;
 
 // Files larger than this are refused before parsing (the example is about 2 KiB).
 inline constexpr size_t kMaxFileSize = 1024 * 1024;

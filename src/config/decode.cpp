@@ -46,6 +46,8 @@ class Schema {
                      std::string& out, bool null_is_empty);
 
     Decoder boolean(bool& out);
+    // An integer in [min, max], written plain (`-1`, `3`; not `"3"` or `0x10`).
+    Decoder integer(std::function<void(int64_t)> set, int64_t min, int64_t max);
     Decoder uint(uint32_t& out, uint32_t min);
     Decoder text(std::string& out);
     Decoder file_name(std::string& out);
@@ -154,8 +156,9 @@ Decoder Schema::boolean(bool& out) {
     };
 }
 
-Decoder Schema::uint(uint32_t& out, uint32_t min) {
-    return [this, &out, min](const Node& key, const Node& v, const std::string& path) {
+Decoder Schema::integer(std::function<void(int64_t)> set, int64_t min, int64_t max) {
+    return [this, set = std::move(set), min, max](const Node& key, const Node& v,
+                                                  const std::string& path) {
         if (!is_scalar(v) || !v.plain || v.value.empty()) {
             expected(key, path, "an integer", v);
             return;
@@ -167,26 +170,30 @@ Decoder Schema::uint(uint32_t& out, uint32_t min) {
             expected(key, path, "an integer", v);
             return;
         }
-        uint64_t n = 0;
+        // Digit by digit against the largest magnitude allowed, so nothing overflows.
+        const int64_t limit = negative ? -min : max;
+        int64_t n = 0;
         for (char c : s) {
-            n = n * 10 + static_cast<uint64_t>(c - '0');
-            if (n > UINT32_MAX) {
-                ctx_.at(key.mark, path,
-                        "\"" + yaml::printable(v.value) + "\" is too large (at most 4294967295)");
-                return;
-            }
-        }
-        if (negative && n != 0) {
-            ctx_.at(key.mark, path, "must be at least " + std::to_string(min) + ", got " + v.value);
+            n = n * 10 + (c - '0');
+            if (n <= limit) continue;
+            ctx_.at(key.mark, path,
+                    negative ? "must be at least " + std::to_string(min) + ", got " + v.value
+                             : "\"" + yaml::printable(v.value) + "\" is too large (at most " +
+                                   std::to_string(max) + ")");
             return;
         }
+        if (negative) n = -n;
         if (n < min) {
             ctx_.at(key.mark, path,
                     "must be at least " + std::to_string(min) + ", got " + std::to_string(n));
             return;
         }
-        out = static_cast<uint32_t>(n);
+        set(n);
     };
+}
+
+Decoder Schema::uint(uint32_t& out, uint32_t min) {
+    return integer([&out](int64_t n) { out = static_cast<uint32_t>(n); }, min, UINT32_MAX);
 }
 
 Decoder Schema::text(std::string& out) {
@@ -466,6 +473,8 @@ void Schema::root(const Node& root) {
             {"allowedDownloadPrefixes", url_list(up.allowed_download_prefixes, {"http", "https"})},
             {"minimumVersion", version(up.minimum_version)},
             {"allowDowngrade", boolean(up.allow_downgrade)},
+            {"maxMinorSkew", integer([&up](int64_t n) { up.max_minor_skew = static_cast<int>(n); },
+                                     -1, config::kMaxMinorSkew)},
             {"maxArtifactSize", size(up.max_artifact_size)},
             {"downloadTimeout", duration_or_unset(up.download_timeout)},
             {"healthTimeout", duration(up.health_timeout, false)},

@@ -156,6 +156,7 @@ std::string render_effective(const Config& cfg) {
     line(i1, "allowedDownloadPrefixes", prefix_line);
     line(i1, "minimumVersion", quote(u.minimum_version ? u.minimum_version->text : ""));
     line(i1, "allowDowngrade", bool_text(u.allow_downgrade));
+    line(i1, "maxMinorSkew", std::to_string(u.max_minor_skew));
     line(i1, "maxArtifactSize", format_size(u.max_artifact_size));
     line(i1, "downloadTimeout",
          u.download_timeout

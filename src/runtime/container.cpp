@@ -21,10 +21,18 @@ service::ChildSettings child_settings(const config::Container& c) {
     return s;
 }
 
-update::Settings update_settings(const config::Config& cfg) {
+// `image_version`: the seed binary's, which is the supervisor's too (the image ships the two of
+// one release); "" when `--version` gave nothing usable.
+update::Settings update_settings(const config::Config& cfg, const std::string& image_version) {
     update::Settings s;
     if (cfg.update.minimum_version) s.minimum_version = cfg.update.minimum_version->text;
     s.allow_downgrade = cfg.update.allow_downgrade;
+    s.max_minor_skew = cfg.update.max_minor_skew;
+    s.supervisor_version = image_version;
+    if (s.max_minor_skew >= 0 && image_version.empty()) {
+        log::warn("update: update.maxMinorSkew not applied: the image's version is unknown",
+                  {{"seed_binary", cfg.container->seed_binary}});
+    }
     s.require_signature = cfg.update.require_signature;
     s.max_artifact_size = cfg.update.max_artifact_size;
     s.health_timeout = cfg.update.health_timeout;
@@ -203,7 +211,8 @@ service::CriticalSection* ContainerRuntime::start_installer() {
     update::Ports ports{*downloader_, verifier_,    *stager_,     preflight_,
                         child_,       *volume_ops_, health_probe_};
     installer_ = std::make_unique<update::Installer>(
-        sched_, ports, update_settings(cfg_), [this, image = seeded.image_version] {
+        sched_, ports, update_settings(cfg_, seeded.image_version),
+        [this, image = seeded.image_version] {
             status_.set_versions({image, installer_->active_version(), ""});
             status_.set_install_problem(installer_->unhealthy_reason());
             if (agent_) agent_->state_changed();

@@ -1,5 +1,8 @@
 #include "update/check.hpp"
 
+#include <cstdint>
+#include <variant>
+
 #include "core/hex.hpp"
 #include "version/version.hpp"
 
@@ -7,17 +10,69 @@ namespace myr::update {
 namespace {
 
 CheckVerdict refuse(Rule rule, std::string text) {
-    return CheckVerdict{CheckVerdict::Kind::refused, rule, std::move(text)};
+    return CheckVerdict{CheckVerdict::Kind::refused, rule, std::move(text), {}};
 }
 
-// The active version, intact, against the offered one: equal is installed already; older is a
-// downgrade, allowed by the setting or when it is the previous version (going back one step).
-std::optional<CheckVerdict> against_active(const std::string& canon, const Inspection& in,
-                                           const CheckPolicy& policy) {
+// An offered text repeated in a reason: the server may send anything, the report stays short.
+std::string echo(const std::string& text) {
+    constexpr size_t kEcho = 64;
+    return text.size() <= kEcho ? text : text.substr(0, kEcho) + "...";
+}
+
+// The name an install goes by, once: what does not parse or could not name a version directory
+// is refused here, before anything is downloaded or stopped.
+std::variant<version::Version, CheckVerdict> canonical(const std::string& offered) {
+    auto parsed = version::parse(offered);
+    if (!parsed) {
+        return refuse(Rule::unparsable_version,
+                      "offered version \"" + echo(offered) + "\" does not parse");
+    }
+    const std::string canon = version::to_string(*parsed);
+    if (canon.size() > version::kMaxLength) {
+        return refuse(Rule::version_too_long,
+                      "offered version \"" + echo(offered) + "\" is " +
+                          std::to_string(canon.size()) +
+                          " characters; a version names a directory on the volume and may have "
+                          "at most " +
+                          std::to_string(version::kMaxLength));
+    }
+    return *parsed;
+}
+
+// The same precedence as the active version: installed when it is that version with the bytes
+// it was installed from. Build metadata does not order versions (semver §10), so another build
+// of the active version is neither newer nor older, and a package hash other than the one the
+// active version was installed with is a re-spun release: both are refused rather than installed
+// over the running collector (the directory would be the same or unordered, and the report would
+// claim bytes that were never fetched).
+CheckVerdict same_as_active(const std::string& canon, const OfferedPackage& pkg,
+                            const Inspection& in) {
+    if (canon != in.active) {
+        return refuse(Rule::rebuild, "version " + canon + " differs from the active " + in.active +
+                                         " only in build metadata, which does not order "
+                                         "versions: another build is not installed over the "
+                                         "running one; offer it under a new version");
+    }
+    if (!in.active_package_hash.empty() && !pkg.hash.empty() &&
+        pkg.hash != in.active_package_hash) {
+        return refuse(Rule::respun, canon + " is active with package hash " +
+                                        hex::encode(in.active_package_hash) +
+                                        "; the offer has hash " + hex::encode(pkg.hash) +
+                                        ": a re-spun release is not installed over the running "
+                                        "one; offer it under a new version");
+    }
+    return CheckVerdict{CheckVerdict::Kind::installed, Rule::none, {}, canon};
+}
+
+// The active version, intact, against the offered one: the same precedence is decided above;
+// older is a downgrade, allowed by the setting or when it is the previous version (going back
+// one step).
+std::optional<CheckVerdict> against_active(const std::string& canon, const OfferedPackage& pkg,
+                                           const Inspection& in, const CheckPolicy& policy) {
     if (!in.active_intact) return std::nullopt;
     switch (version::compare(canon, in.active)) {
         case version::Order::equal:
-            return CheckVerdict{CheckVerdict::Kind::installed, Rule::none, {}};
+            return same_as_active(canon, pkg, in);
         case version::Order::less:
             if (policy.allow_downgrade || canon == in.previous) return std::nullopt;
             return refuse(Rule::downgrade,
@@ -32,6 +87,46 @@ std::optional<CheckVerdict> against_active(const std::string& canon, const Inspe
     return std::nullopt;
 }
 
+// How many minor versions apart two canonical minor numbers are; nullopt when too many digits to
+// count (then they are far apart unless equal).
+std::optional<uint64_t> minor_distance(const std::string& a, const std::string& b) {
+    if (a == b) return 0;
+    if (a.size() > 18 || b.size() > 18) return std::nullopt;
+    uint64_t x = std::stoull(a), y = std::stoull(b);
+    return x > y ? x - y : y - x;
+}
+
+// update.maxMinorSkew: the supervisor and the collector it runs stay within that many minor
+// versions of each other (and in one major version).
+std::optional<CheckVerdict> against_supervisor(const version::Version& offered,
+                                               const CheckPolicy& policy) {
+    if (policy.max_minor_skew < 0) return std::nullopt;
+    auto sup = version::parse(policy.supervisor_version);
+    if (!sup) return std::nullopt;  // unknown: the runtime said so at start
+    const std::string canon = version::to_string(offered);
+    const std::string setting =
+        " (update.maxMinorSkew is " + std::to_string(policy.max_minor_skew) + ")";
+    if (offered.major != sup->major) {
+        return refuse(Rule::minor_skew, "version " + canon +
+                                            " has another major version than the supervisor's " +
+                                            policy.supervisor_version + setting);
+    }
+    auto d = minor_distance(offered.minor, sup->minor);
+    if (d && *d <= static_cast<uint64_t>(policy.max_minor_skew)) return std::nullopt;
+    std::string how_far =
+        d ? std::to_string(*d) : "more than " + std::to_string(policy.max_minor_skew);
+    return refuse(Rule::minor_skew, "version " + canon + " is " + how_far +
+                                        " minor versions from the supervisor's " +
+                                        policy.supervisor_version + setting);
+}
+
+// last-attempt.json may come from an older build that stored the offered name (`v0.118.0`):
+// both sides are compared in canonical form.
+bool same_version(const std::string& stored, const std::string& canon) {
+    auto v = version::parse(stored);
+    return (v ? version::to_string(*v) : stored) == canon;
+}
+
 }  // namespace
 
 const char* to_string(Rule r) {
@@ -40,10 +135,18 @@ const char* to_string(Rule r) {
             return "none";
         case Rule::unparsable_version:
             return "unparsable-version";
+        case Rule::version_too_long:
+            return "version-too-long";
         case Rule::below_minimum:
             return "below-minimum";
         case Rule::downgrade:
             return "downgrade";
+        case Rule::rebuild:
+            return "rebuild";
+        case Rule::respun:
+            return "respun";
+        case Rule::minor_skew:
+            return "minor-skew";
         case Rule::failed_before:
             return "failed-before";
         case Rule::no_file:
@@ -58,21 +161,20 @@ const char* to_string(Rule r) {
 
 CheckVerdict check_offer(const OfferedPackage& pkg, const Inspection& in, const CheckPolicy& policy,
                          const UrlCheck& check_url) {
-    auto parsed = version::parse(pkg.version);
-    if (!parsed) {
-        return refuse(Rule::unparsable_version,
-                      "offered version \"" + pkg.version + "\" does not parse");
-    }
-    const std::string canon = version::to_string(*parsed);
+    auto parsed = canonical(pkg.version);
+    if (auto* refused = std::get_if<CheckVerdict>(&parsed)) return *refused;
+    const version::Version& offered = std::get<version::Version>(parsed);
+    const std::string canon = version::to_string(offered);
     if (policy.minimum_version &&
         version::compare(canon, *policy.minimum_version) == version::Order::less) {
         return refuse(Rule::below_minimum, "version " + canon + " is below update.minimumVersion " +
                                                *policy.minimum_version);
     }
-    if (auto v = against_active(canon, in, policy)) return *v;
+    if (auto v = against_active(canon, pkg, in, policy)) return *v;
+    if (auto v = against_supervisor(offered, policy)) return *v;
     const std::optional<Attempt>& last = in.last_attempt;
     if (last && last->outcome != Outcome::installed && !last->package_hash_hex.empty() &&
-        last->package_hash_hex == hex::encode(pkg.hash) && last->version == canon) {
+        last->package_hash_hex == hex::encode(pkg.hash) && same_version(last->version, canon)) {
         return refuse(Rule::failed_before,
                       "failed before, not tried again until the offer changes: " + last->reason);
     }
@@ -85,7 +187,7 @@ CheckVerdict check_offer(const OfferedPackage& pkg, const Inspection& in, const 
     if (auto st = check_url(pkg.file->url); !st) {
         return refuse(Rule::url_refused, "download URL refused: " + st.error().message());
     }
-    return CheckVerdict{};
+    return CheckVerdict{CheckVerdict::Kind::proceed, Rule::none, {}, canon};
 }
 
 ArtifactVerdict check_artifact(const OfferedFile& file, const std::string& sha256_hex,

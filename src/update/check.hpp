@@ -16,13 +16,21 @@ namespace myr::update {
 struct CheckPolicy {
     std::optional<std::string> minimum_version;  // canonical
     bool allow_downgrade = false;
+    // update.maxMinorSkew against the supervisor's version (canonical; "" when unknown, and then
+    // the rule is not applied); a negative skew turns the rule off.
+    int max_minor_skew = 1;
+    std::string supervisor_version;
 };
 
 enum class Rule {
     none,                // not refused
     unparsable_version,  // the offered version is not a semantic version
+    version_too_long,    // its canonical form is longer than version::kMaxLength
     below_minimum,       // older than update.minimumVersion
     downgrade,           // older than the active one, not allowed, not the previous one
+    rebuild,             // the active version with other build metadata: no order between them
+    respun,              // the active version with another package hash
+    minor_skew,          // too many minor versions from the supervisor's (update.maxMinorSkew)
     failed_before,       // last-attempt.json: this offer failed, and it has not changed
     no_file,             // nothing to download
     bad_content_hash,    // content_hash is not a SHA-256
@@ -35,6 +43,9 @@ struct CheckVerdict {
     Kind kind = Kind::proceed;
     Rule rule = Rule::none;  // with refused
     std::string text;        // with refused: why, for the report
+    // With proceed and installed: the offered version in canonical form, the one name the
+    // install goes by from here on (journal, volume, state files, comparisons).
+    std::string version;
 };
 
 // The downloader's URL policy, asked only once every other rule passed.

@@ -199,6 +199,10 @@ void Installer::check(const Inspection& in) {
     ledger_.take_inspection(in);
     auto url_policy = [this](const std::string& url) { return ports_.fetcher.check_url(url); };
     CheckVerdict v = check_offer(*pkg_, in, check_policy(settings_), url_policy);
+    // From here on the install goes by the canonical name alone (journal, volume, state files,
+    // comparisons), so that what it writes is what recovery and the next Checking can read. The
+    // report keeps the name the server offered: the ledger laid it out before.
+    if (v.kind != CheckVerdict::Kind::refused) pkg_->version = v.version;
     switch (v.kind) {
         case CheckVerdict::Kind::proceed:
             return post(Event::passed);
@@ -290,7 +294,9 @@ void Installer::activate() {
 
 void Installer::commit() {
     unhealthy_reason_.clear();
-    Installed packages = ledger_.installed(*offer_, *pkg_);
+    // Found installed in Checking, nothing was fetched: the package hash the active version was
+    // installed with stays what it was (unknown for the image's version), never the offer's.
+    Installed packages = ledger_.installed(*offer_, *pkg_, staged_.has_value());
     auto done = bound([this, packages](Status st) {
         if (!st) {
             // The journal may still name the install: the next start would switch back, so

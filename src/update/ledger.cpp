@@ -196,9 +196,9 @@ Installed Ledger::fail(const Offer& o, std::string why, std::optional<Attempt> a
     return ended();
 }
 
-Installed Ledger::installed(const Offer& o, const OfferedPackage& pkg) {
+Installed Ledger::installed(const Offer& o, const OfferedPackage& pkg, bool fetched) {
     active_ = pkg.version;
-    active_hash_ = pkg.hash;
+    if (fetched) active_hash_ = pkg.hash;
     std::vector<PackageReport> statuses = report_.packages;
     PackageReport& p = statuses[top_index_];
     p.code = Code::installed;

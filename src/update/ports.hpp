@@ -165,6 +165,9 @@ struct Inspection {
     bool active_intact = false;
     std::string previous;  // the active marker's previousVersion
     std::optional<Attempt> last_attempt;
+    // The package hash the active version was installed with (packages.json, raw bytes): "" when
+    // not known, as for the image's version seeded at start.
+    std::string active_package_hash;
 };
 
 // Everything the installer changes on the volume and in the state directory. Each call blocks on

@@ -1,7 +1,6 @@
 #include "update/requests.hpp"
 
 #include "core/hex.hpp"
-#include "version/version.hpp"
 
 namespace myr::update {
 namespace {
@@ -31,8 +30,8 @@ stage::PreflightRequest preflight_request(const OfferedPackage& pkg, const Stage
                                           const Settings& s) {
     stage::PreflightRequest req;
     req.binary = staged.binary_path;
-    // Checking let only a version that parses through.
-    req.expected_version = version::to_string(*version::parse(pkg.version));
+    // Checking made the package's version canonical.
+    req.expected_version = pkg.version;
     for (const std::string& a : s.validate_args) {
         req.validate_args.push_back(substitute_config(a, s.config_file));
     }
@@ -53,7 +52,8 @@ RoundsSettings rounds_settings(const Settings& s) {
 }
 
 CheckPolicy check_policy(const Settings& s) {
-    return CheckPolicy{s.minimum_version, s.allow_downgrade};
+    return CheckPolicy{s.minimum_version, s.allow_downgrade, s.max_minor_skew,
+                       s.supervisor_version};
 }
 
 }  // namespace myr::update

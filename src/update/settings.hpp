@@ -17,6 +17,8 @@ namespace myr::update {
 struct Settings {
     std::optional<std::string> minimum_version;  // canonical
     bool allow_downgrade = false;
+    int max_minor_skew = 1;          // update.maxMinorSkew; negative: not checked
+    std::string supervisor_version;  // canonical: the image's version; "" when unknown
     bool require_signature = true;
     uint64_t max_artifact_size = 1ULL << 30;
     Duration health_timeout = std::chrono::minutes(2);

@@ -34,6 +34,14 @@ std::unique_ptr<Step> StoreVolumeOps::inspect(Callback<Inspection> done) {
             in.active = act->version;
             in.active_intact = act->state == store::Active::State::intact;
             if (act->marker) in.previous = act->marker->previous_version;
+            // The package hash goes with the version only while that version is still active.
+            auto installed = load_installed(journal->state());
+            if (!installed) {
+                log::warn("update: packages.json ignored",
+                          {{"error", installed.error().message()}});
+            } else if (installed->has_value() && (*installed)->version == in.active) {
+                in.active_package_hash = (*installed)->package_hash;
+            }
             auto last = load_attempt(journal->state());
             if (!last) {
                 // Only the "failed before" rule depends on it; the next outcome rewrites it.

@@ -9,6 +9,7 @@
 // arbitrarily large numbers order correctly and nothing overflows.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,5 +40,11 @@ const char* to_string(Order o);
 // True when `text` is a version in canonical form (what names a directory under versions/): it
 // parses, has no leading 'v', and so contains no '/', no "..", no whitespace.
 bool is_canonical(std::string_view text);
+
+// The longest canonical version an offer may have. A version names a directory under versions/
+// (NAME_MAX 255) and, with a prefix or suffix, a staging or temporary name next to it: 128 leaves
+// room for both, and no real release comes near it. Only offers are held to it (update/check):
+// a longer directory already on a volume still reads as a version.
+inline constexpr size_t kMaxLength = 128;
 
 }  // namespace myr::version

@@ -41,6 +41,7 @@ std::string UpdaterConfig::yaml() const {
            field("allowedDownloadPrefixes", prefixes.empty() ? "" : "[" + prefixes + "]") +
            field("minimumVersion", minimum_version) +
            field("allowDowngrade", boolean(allow_downgrade)) +
+           field("maxMinorSkew", number(max_minor_skew)) +
            field("maxArtifactSize", max_artifact_size) +
            field("downloadTimeout", download_timeout) + field("healthTimeout", health_timeout) +
            field("healthSuccesses", number(health_successes)) +

@@ -20,6 +20,7 @@ struct UpdaterConfig {
     std::vector<std::string> allowed_download_prefixes;
     std::string minimum_version;
     std::optional<bool> allow_downgrade;
+    std::optional<int> max_minor_skew;
     std::string max_artifact_size;
     std::string download_timeout;
     std::string health_timeout, health_interval;

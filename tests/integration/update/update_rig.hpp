@@ -75,6 +75,9 @@ class Rig : public wired::Rig {
         cfg.health_successes = 2;
         cfg.health_interval = "200ms";
         cfg.stop_timeout = "5s";
+        // The releases span more minor versions than the default skew allows from the 0.116.0
+        // image; update_versions_test.cpp checks the rule itself.
+        cfg.max_minor_skew = -1;
         cfg.supervisor_command = {env_path("MYRIARCH_FAKE_OPAMPSUPERVISOR"),
                                   "--storage-dir",
                                   storage,

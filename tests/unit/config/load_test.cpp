@@ -67,6 +67,7 @@ TEST_CASE("config: omitted keys take the documented defaults") {
     CHECK(c.update.allowed_download_prefixes.empty());
     CHECK_FALSE(c.update.minimum_version.has_value());
     CHECK(c.update.allow_downgrade == false);
+    CHECK(c.update.max_minor_skew == 1);
     CHECK(c.update.max_artifact_size == (1ULL << 30));
     CHECK_FALSE(c.update.download_timeout.has_value());
     // 5 min + 1 GiB at 64 KiB/s.
@@ -137,6 +138,7 @@ TEST_CASE("config: every key is parsed into its type") {
         "  allowedDownloadPrefixes: [https://dl.example/c/, \"http://[::1]:8080\"]\n"
         "  minimumVersion: v0.110.0-rc.1+b.5\n"
         "  allowDowngrade: TRUE\n"
+        "  maxMinorSkew: -1\n"
         "  maxArtifactSize: 512MiB\n"
         "  healthTimeout: 1m30s\n"
         "  healthSuccesses: 7\n"
@@ -183,6 +185,7 @@ TEST_CASE("config: every key is parsed into its type") {
     CHECK(c.update.allowed_download_prefixes[1].port == 8080);
     CHECK(c.update.minimum_version->text == "v0.110.0-rc.1+b.5");
     CHECK(c.update.allow_downgrade);
+    CHECK(c.update.max_minor_skew == -1);
     CHECK(c.update.max_artifact_size == 512ULL * 1024 * 1024);
     CHECK(c.update.health_timeout == 90s);
     CHECK(c.update.health_successes == 7);
@@ -253,6 +256,7 @@ const KeyCase kKeys[] = {
     {"update", "allowedDownloadPrefixes", "expected a list of URLs"},
     {"update", "minimumVersion", "expected a version"},
     {"update", "allowDowngrade", "expected true or false"},
+    {"update", "maxMinorSkew", "expected an integer"},
     {"update", "maxArtifactSize", "expected a size"},
     {"update", "downloadTimeout", "expected a duration"},
     {"update", "healthTimeout", "expected a duration"},
@@ -354,6 +358,12 @@ TEST_CASE("config: scalar type errors quote the value") {
 }
 
 TEST_CASE("config: negative and overflowing numbers are refused") {
+    expect_problem("update:\n  maxMinorSkew: -2\n", "update.maxMinorSkew",
+                   "must be at least -1, got -2");
+    expect_problem("update:\n  maxMinorSkew: 1001\n", "update.maxMinorSkew",
+                   "\"1001\" is too large (at most 1000)");
+    expect_problem("update:\n  maxMinorSkew: -99999999999\n", "update.maxMinorSkew",
+                   "must be at least -1, got -99999999999");
     expect_problem("update:\n  healthSuccesses: -1\n", "update.healthSuccesses",
                    "must be at least 1, got -1");
     expect_problem("collector:\n  keepVersions: -1\n", "collector.keepVersions",

@@ -27,13 +27,17 @@ struct Case {
     bool intact = true;
     std::string previous = "0.115.0";
     std::optional<Attempt> last = std::nullopt;
+    std::string active_hash = {};  // raw bytes; "" when not known
     // The policy.
     std::optional<std::string> minimum = std::nullopt;
     bool allow_downgrade = false;
+    int skew = 1;
+    std::string supervisor = {};  // "" when not known
     // The verdict.
     Kind kind = Kind::proceed;
     Rule rule = Rule::none;
     std::string text = {};
+    std::string canonical = {};  // with proceed and installed; "" = the offered version
 };
 
 Attempt last_attempt(Outcome o, std::string version, std::string hash = kHash) {
@@ -89,6 +93,76 @@ const Case kCases[] = {
     {.name = "a content hash that is not a SHA-256", .content_hash_size = 16,
      .kind = Kind::refused, .rule = Rule::bad_content_hash,
      .text = "content_hash is 16 bytes, not a SHA-256"},
+    // One canonical name, checked before anything is fetched.
+    {.name = "a v-prefixed version passes under its canonical name", .version = "v0.117.0",
+     .canonical = "0.117.0"},
+    {.name = "a v-prefixed active version is installed", .version = "v0.116.0",
+     .kind = Kind::installed, .canonical = "0.116.0"},
+    {.name = "a version of 128 characters passes", .version = "0.117.0-" + std::string(120, 'a')},
+    {.name = "a longer one cannot name a directory", .version = "v0.117.0-" + std::string(121, 'a'),
+     .kind = Kind::refused, .rule = Rule::version_too_long,
+     .text = "offered version \"v0.117.0-" + std::string(55, 'a') + "...\" is 129 characters; a "
+             "version names a directory on the volume and may have at most 128"},
+    {.name = "an unparsable version is echoed short", .version = std::string(100, 'x'),
+     .kind = Kind::refused, .rule = Rule::unparsable_version,
+     .text = "offered version \"" + std::string(64, 'x') + "...\" does not parse"},
+    {.name = "failed before under its v-prefixed name", .version = "v0.117.0",
+     .last = last_attempt(Outcome::failed, "0.117.0"), .kind = Kind::refused,
+     .rule = Rule::failed_before,
+     .text = "failed before, not tried again until the offer changes: signature: bad"},
+    {.name = "failed before, stored by an older build as v0.117.0",
+     .last = last_attempt(Outcome::interrupted, "v0.117.0"), .kind = Kind::refused,
+     .rule = Rule::failed_before,
+     .text = "failed before, not tried again until the offer changes: signature: bad"},
+    // Rebuilds of the active version.
+    {.name = "the active version with build metadata is refused", .version = "0.116.0+build2",
+     .kind = Kind::refused, .rule = Rule::rebuild,
+     .text = "version 0.116.0+build2 differs from the active 0.116.0 only in build metadata, "
+             "which does not order versions: another build is not installed over the running "
+             "one; offer it under a new version"},
+    {.name = "a build of the active version without its metadata is refused",
+     .version = "0.116.0", .active = "0.116.0+b1", .kind = Kind::refused, .rule = Rule::rebuild,
+     .text = "version 0.116.0 differs from the active 0.116.0+b1 only in build metadata, which "
+             "does not order versions: another build is not installed over the running one; "
+             "offer it under a new version"},
+    {.name = "the same build metadata is installed", .version = "0.116.0+b1",
+     .active = "0.116.0+b1", .kind = Kind::installed},
+    {.name = "re-spun bytes of the active version are refused", .version = "0.116.0",
+     .active_hash = std::string(32, 'o'), .kind = Kind::refused, .rule = Rule::respun,
+     .text = "0.116.0 is active with package hash " + hex::encode(std::string(32, 'o')) +
+             "; the offer has hash " + hex::encode(kHash) + ": a re-spun release is not installed "
+             "over the running one; offer it under a new version"},
+    {.name = "the active version's own hash is installed", .version = "0.116.0",
+     .active_hash = kHash, .kind = Kind::installed},
+    {.name = "a build of a new version passes", .version = "0.117.0+build2"},
+    // update.maxMinorSkew against the supervisor's version.
+    {.name = "one minor from the supervisor passes", .supervisor = "0.116.0"},
+    {.name = "two minors from the supervisor are refused", .version = "0.118.0",
+     .supervisor = "0.116.0", .kind = Kind::refused, .rule = Rule::minor_skew,
+     .text = "version 0.118.0 is 2 minor versions from the supervisor's 0.116.0 "
+             "(update.maxMinorSkew is 1)"},
+    {.name = "two minors below the supervisor are refused too", .version = "0.114.0",
+     .allow_downgrade = true, .supervisor = "0.116.0", .kind = Kind::refused,
+     .rule = Rule::minor_skew,
+     .text = "version 0.114.0 is 2 minor versions from the supervisor's 0.116.0 "
+             "(update.maxMinorSkew is 1)"},
+    {.name = "another major version is refused", .version = "1.16.0", .supervisor = "0.116.0",
+     .kind = Kind::refused, .rule = Rule::minor_skew,
+     .text = "version 1.16.0 has another major version than the supervisor's 0.116.0 "
+             "(update.maxMinorSkew is 1)"},
+    {.name = "a minor too long to count is far", .version = "0.1234567890123456789012.0",
+     .supervisor = "0.116.0", .kind = Kind::refused, .rule = Rule::minor_skew,
+     .text = "version 0.1234567890123456789012.0 is more than 1 minor versions from the "
+             "supervisor's 0.116.0 (update.maxMinorSkew is 1)"},
+    {.name = "a wider skew passes", .version = "0.120.0", .skew = 4, .supervisor = "0.116.0"},
+    {.name = "skew 0 keeps the supervisor's minor", .skew = 0, .supervisor = "0.116.0",
+     .kind = Kind::refused, .rule = Rule::minor_skew,
+     .text = "version 0.117.0 is 1 minor versions from the supervisor's 0.116.0 "
+             "(update.maxMinorSkew is 0)"},
+    {.name = "-1 turns the rule off", .version = "3.0.0", .skew = -1, .supervisor = "0.116.0"},
+    {.name = "an unknown supervisor version turns the rule off", .version = "3.0.0"},
+    {.name = "the active version is installed whatever the skew", .version = "0.116.0",
+     .supervisor = "0.110.0", .kind = Kind::installed},
     {.name = "a URL the downloader refuses", .url = "http://elsewhere.example/x",
      .kind = Kind::refused, .rule = Rule::url_refused,
      .text = "download URL refused: http://elsewhere.example/x: not allowed"},
@@ -107,8 +181,8 @@ TEST_CASE("check_offer: offer x inspection x policy -> verdict") {
         if (c.has_file) {
             pkg.file = OfferedFile{c.url, std::string(c.content_hash_size, 'a'), "", {}};
         }
-        Inspection in{c.active, c.intact, c.previous, c.last};
-        CheckPolicy policy{c.minimum, c.allow_downgrade};
+        Inspection in{c.active, c.intact, c.previous, c.last, c.active_hash};
+        CheckPolicy policy{c.minimum, c.allow_downgrade, c.skew, c.supervisor};
         int url_checks = 0;
         CheckVerdict v = check_offer(pkg, in, policy, [&](const std::string& url) -> Status {
             ++url_checks;
@@ -118,6 +192,8 @@ TEST_CASE("check_offer: offer x inspection x policy -> verdict") {
         CHECK(v.kind == c.kind);
         CHECK(to_string(v.rule) == std::string(to_string(c.rule)));
         CHECK(v.text == c.text);
+        if (c.kind != Kind::refused)
+            CHECK(v.version == (c.canonical.empty() ? c.version : c.canonical));
         // The URL policy is asked last, only when every other rule let the offer through.
         bool asked =
             c.kind != Kind::installed && (c.kind == Kind::proceed || c.rule == Rule::url_refused);

@@ -275,7 +275,7 @@ class FakeVolume : public VolumeOps {
         if (f.attempt) inspection.last_attempt = f.attempt;
         return answers.answer([done] { done(Status()); });
     }
-    Inspection inspection{"0.116.0", true, "0.115.0", std::nullopt};
+    Inspection inspection{"0.116.0", true, "0.115.0", std::nullopt, {}};
     std::optional<JournalEntry> journal;
     std::string journal_fails_at;
     Status activate_result;

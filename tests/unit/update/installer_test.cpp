@@ -318,6 +318,36 @@ TEST_CASE("installer: checking — the active version, intact, is Installed with
     CHECK_FALSE(rig.traced("journal:"));
     CHECK_FALSE(rig.traced("stop"));
     CHECK(rig.trace.back() == "finish:clear:gc:attempt=installed:packages");
+    // Nothing was fetched: the active version's package hash (unknown here, as for the image's
+    // version) is not replaced by the offer's.
+    CHECK(rig.top().agent_has_hash.empty());
+    REQUIRE(rig.volume.finishes.back().packages);
+    CHECK(rig.volume.finishes.back().packages->package_hash.empty());
+    CHECK(rig.volume.finishes.back().packages->version == "0.116.0");
+}
+
+TEST_CASE("installer: a v-prefixed offer goes by its canonical name from Checking on") {
+    Rig rig;
+    rig.service.hold_stop = true;
+    rig.inst->offer(offer_of("v0.117.0"));
+    rig.until(State::stopping);
+    REQUIRE(rig.volume.journal);
+    CHECK(rig.volume.journal->to == "0.117.0");
+    CHECK(rig.inst->describe() == "installing 0.117.0: stopping");
+    rig.release_all();
+    rig.settle();
+    CHECK(rig.traced("activate:0.117.0:prev=0.116.0:st1"));
+    CHECK(rig.preflight.requests.at(0).expected_version == "0.117.0");
+    // The server's name stays in the report; what the agent has is the directory's.
+    CHECK(rig.top().offered_version == "v0.117.0");
+    CHECK(rig.top().agent_has_version == "0.117.0");
+    CHECK(rig.top().code == Code::installed);
+    const VolumeOps::Finish& f = rig.volume.finishes.back();
+    REQUIRE(f.attempt);
+    CHECK(f.attempt->version == "0.117.0");
+    REQUIRE(f.packages);
+    CHECK(f.packages->version == "0.117.0");
+    CHECK(f.packages->package_hash == std::string(32, 'p'));
 }
 
 TEST_CASE("installer: checking — an active version that is broken is installed again") {

@@ -115,6 +115,20 @@ TEST_CASE("volume ops: inspect names the active version, its previous one and th
     CHECK(in.last_attempt->reason == "signature: bad");
 }
 
+TEST_CASE("volume ops: inspect names the package hash only while its version is active") {
+    VolumeRig rig;
+    CHECK(rig.inspect().active_package_hash.empty());
+    Installed in = installed_record();  // 0.117.0: not the active 0.116.0
+    REQUIRE(store_installed(rig.j->state(), in));
+    CHECK(rig.inspect().active_package_hash.empty());
+    in.version = "0.116.0";
+    REQUIRE(store_installed(rig.j->state(), in));
+    CHECK(rig.inspect().active_package_hash == std::string(32, '\x02'));
+    // An unreadable packages.json costs only the re-spun rule.
+    test::write_file(rig.state + "/packages.json", "{", 0600);
+    CHECK(rig.inspect().active_package_hash.empty());
+}
+
 TEST_CASE("volume ops: a whole install on a real volume, then commit") {
     VolumeRig rig;
     REQUIRE(rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("downloading"), d); }));
