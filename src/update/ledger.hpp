@@ -75,8 +75,8 @@ class Ledger {
     Installed ended() const;
     // The same, after the report says InstallFailed with `why` and `attempt` is recorded.
     Installed fail(const Offer& o, std::string why, std::optional<Attempt> attempt);
-    // The end of a good install of `pkg` from `o`: it becomes the active one, and the statuses
-    // say Installed. commit() takes them as the report once they are on the volume.
+    // The end of a good install of `pkg` from `o`: the statuses that say Installed. commit()
+    // makes it the active one and takes them as the report once they are on the volume.
     Installed installed(const Offer& o, const OfferedPackage& pkg);
     void commit(const Offer& o, Installed packages, Attempt a);
 
