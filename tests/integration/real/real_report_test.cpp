@@ -39,7 +39,8 @@ const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD, as json-c hands it 
 
 }  // namespace
 
-TEST_CASE("real server: reports with bytes that are not UTF-8 reach opamp-go, also after a restart") {
+TEST_CASE(
+    "real server: reports with bytes that are not UTF-8 reach opamp-go, also after a restart") {
     if (!can_run_pid1()) return;
     const std::string t = tools();
     if (t.empty()) return;
@@ -78,9 +79,9 @@ TEST_CASE("real server: reports with bytes that are not UTF-8 reach opamp-go, al
         CHECK_MESSAGE(error, "opamp-go never decoded the InstallFailed of 0.117.0\n" << diag(u));
         if (error) {
             MESSAGE("0.117.0 as opamp-go decoded it: " << *error);
-            CHECK_MESSAGE(error->find("bad " + kReplacement + kReplacement + " bytes") !=
-                              std::string::npos,
-                          *error);
+            CHECK_MESSAGE(
+                error->find("bad " + kReplacement + kReplacement + " bytes") != std::string::npos,
+                *error);
         }
 
         // An artifact host whose reason phrase ends in a Latin-1 no-break space.

@@ -58,8 +58,7 @@ TEST_CASE("update reports: a commit that fails is logged, reported and undone") 
                       u.log());
         CHECK_MESSAGE(u.log_has("reason=\"commit: "), u.log());
         check_active(rig, "0.116.0");
-        CHECK(read_file(rig.state + "/last-attempt.json").find("rolled-back") !=
-              std::string::npos);
+        CHECK(read_file(rig.state + "/last-attempt.json").find("rolled-back") != std::string::npos);
         CHECK(u.stop() == 0);
     }
     // The next start finds what the report said: 0.116.0, no switch of its own.
