@@ -1,5 +1,7 @@
 #include "core/text.hpp"
 
+#include <algorithm>
+
 namespace myr::text {
 
 std::string trim(std::string_view s) {
@@ -27,6 +29,68 @@ bool iequals(std::string_view a, std::string_view b) {
         if (x != y) return false;
     }
     return true;
+}
+
+namespace {
+
+// The length of the well-formed sequence at the start of `s`, or 0 with `*bad` set to the length
+// of its maximal ill-formed subpart (at least 1). The table is Unicode's Table 3-7.
+size_t utf8_sequence(std::string_view s, size_t* bad) {
+    const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+    const unsigned char lead = b(0);
+    if (lead < 0x80) return 1;
+    size_t need = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        need = 1;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        need = 2;
+        if (lead == 0xE0) lo = 0xA0;
+        if (lead == 0xED) hi = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        need = 3;
+        if (lead == 0xF0) lo = 0x90;
+        if (lead == 0xF4) hi = 0x8F;
+    } else {
+        *bad = 1;
+        return 0;
+    }
+    for (size_t i = 1; i <= need; ++i) {
+        const bool ok =
+            i < s.size() && (i == 1 ? b(i) >= lo && b(i) <= hi : b(i) >= 0x80 && b(i) <= 0xBF);
+        if (!ok) {
+            *bad = i;
+            return 0;
+        }
+    }
+    return need + 1;
+}
+
+}  // namespace
+
+std::string valid_utf8(std::string_view s, size_t max_bytes) {
+    constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+    constexpr std::string_view kEllipsis = "\xE2\x80\xA6";     // U+2026
+    max_bytes = std::max(max_bytes, kEllipsis.size());
+    std::string out;
+    out.reserve(std::min(s.size(), max_bytes));
+    // Where the text must be cut if what follows does not fit: the last boundary at which the
+    // ellipsis still fits.
+    size_t cut = 0;
+    while (!s.empty()) {
+        size_t bad = 0;
+        const size_t n = utf8_sequence(s, &bad);
+        const std::string_view piece = n ? s.substr(0, n) : kReplacement;
+        if (out.size() + piece.size() > max_bytes) {
+            out.resize(cut);
+            out += kEllipsis;
+            return out;
+        }
+        out += piece;
+        if (out.size() + kEllipsis.size() <= max_bytes) cut = out.size();
+        s.remove_prefix(n ? n : bad);
+    }
+    return out;
 }
 
 }  // namespace myr::text

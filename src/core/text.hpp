@@ -1,6 +1,9 @@
-// Small text helpers, ASCII only (configuration keys, URLs, tokens, header names).
+// Small text helpers: ASCII ones (configuration keys, URLs, tokens, header names) and the one
+// UTF-8 rule for text that leaves the process in a field that must be UTF-8 (OpAMP's strings).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,5 +15,11 @@ std::string trim(std::string_view s);
 std::string lower(std::string_view s);
 // Equal but for the case of A-Z (header names, schemes).
 bool iequals(std::string_view a, std::string_view b);
+
+// `s` as valid UTF-8: every ill-formed sequence (a stray byte, a truncated or overlong sequence, a
+// surrogate, past U+10FFFF) becomes U+FFFD, one per maximal ill-formed subpart (Unicode's
+// "substitution of maximal subparts"). Longer than `max_bytes`, it is cut on a code point boundary
+// and ends in "…" (the result is then at most `max_bytes`; `max_bytes` below 3 is taken as 3).
+std::string valid_utf8(std::string_view s, size_t max_bytes = SIZE_MAX);
 
 }  // namespace myr::text

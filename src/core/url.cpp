@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/text.hpp"
@@ -59,6 +60,27 @@ std::string Url::str() const {
     std::string out = scheme + "://" + bracket(host);
     if (port != default_port(scheme)) out += ":" + std::to_string(port);
     return out + path;
+}
+
+std::string Url::shown() const {
+    return url_for_messages(str());
+}
+
+std::string url_for_messages(std::string_view text) {
+    const size_t end = text.find_first_of("?#");
+    std::string_view base = text.substr(0, end);
+    std::string out;
+    const size_t sep = base.find("://");
+    const size_t authority = sep == std::string_view::npos ? 0 : sep + 3;
+    const size_t path = std::min(base.find('/', authority), base.size());
+    const size_t at = base.substr(authority, path - authority).rfind('@');
+    if (at != std::string_view::npos) {
+        out.append(base.substr(0, authority));
+        base.remove_prefix(authority + at + 1);
+    }
+    out.append(base);
+    if (end != std::string_view::npos && text[end] == '?') out += "?\xE2\x80\xA6";  // "?…"
+    return out;
 }
 
 std::string HostPort::str() const {

@@ -19,6 +19,8 @@ struct Url {
     std::string path;    // starts with "/"; includes the query, if any
     bool secure() const { return scheme == "wss" || scheme == "https"; }
     std::string str() const;  // canonical form
+    // The canonical form for messages and logs: url_for_messages(str()).
+    std::string shown() const;
     friend bool operator==(const Url&, const Url&) = default;
 };
 
@@ -30,6 +32,11 @@ struct HostPort {
     std::string str() const;
     friend bool operator==(const HostPort&, const HostPort&) = default;
 };
+
+// A URL as messages and logs may show it: without user information or fragment, and with its
+// query string (a presigned URL's signature, a token) replaced by "?…". Any text, parsed or not:
+// the one rule for every message that names a URL a server handed over.
+std::string url_for_messages(std::string_view text);
 
 // 80 for http and ws, 443 for https and wss, 0 for any other scheme (no default).
 uint16_t default_port(std::string_view scheme);

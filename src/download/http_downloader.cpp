@@ -11,6 +11,7 @@
 #include "net/http_response.hpp"
 #include "net/stream.hpp"
 #include "net/tls.hpp"
+#include "net/url_text.hpp"
 
 namespace myr::download {
 namespace {
@@ -19,6 +20,19 @@ constexpr int kMaxRedirects = 3;
 
 bool is_redirect(int status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+// "HTTP 404 Not Found", or "HTTP 404" when the reason phrase is empty.
+std::string http_status(int status, const std::string& reason) {
+    const std::string r = text::trim(reason);
+    return "HTTP " + std::to_string(status) + (r.empty() ? "" : " " + r);
+}
+
+// `e` without the "<label>: " net puts in front of its errors.
+Error without_url(const Error& e, const std::string& label) {
+    const std::string prefix = label + ": ";
+    if (e.message().rfind(prefix, 0) != 0) return e;
+    return Error(e.code(), e.message().substr(prefix.size()), e.sys_errno());
 }
 
 }  // namespace
@@ -104,7 +118,13 @@ class HttpDownloader::Transfer final : public loop::Step {
     // of it is on disk.
     enum class Next { none, commit, request, restart, retry, redirect };
 
-    std::string label() const { return "download: " + url_.str(); }
+    // Every error this transfer ends with: "download: <cause> (<url>)", the cause first so that a
+    // cut keeps it, the URL once and without its query string (url_for_messages).
+    Error failure(const Error& e) const {
+        return Error(e.code(), "download: " + e.message() + " (" + url_.shown() + ")",
+                     e.sys_errno());
+    }
+    Error failure(Errc code, const std::string& cause) const { return failure(Error(code, cause)); }
     void prepare_done(Result<std::shared_ptr<SpoolFile>> r);
     void request();
     void send(std::shared_ptr<net::TlsConfig> tls);
@@ -245,8 +265,8 @@ void HttpDownloader::Transfer::start() {
     offer_ = url_ = *checked;
     if (!valid_content_hash(req_.content_hash_hex)) {
         sched_.post(guard_.bind([this] {
-            deliver(fail(Errc::invalid, label() + ": content hash \"" + req_.content_hash_hex +
-                                            "\" is not 64 lower-case hex digits"));
+            deliver(fail(failure(Errc::invalid, "content hash \"" + req_.content_hash_hex +
+                                                    "\" is not 64 lower-case hex digits")));
         }));
         return;
     }
@@ -257,7 +277,7 @@ void HttpDownloader::Transfer::start() {
                       hex = req_.content_hash_hex] { slot->emplace(SpoolFile::open(dir, hex)); },
                      guard_.bind([this, slot](bool cancelled) {
                          if (cancelled || !*slot) {
-                             deliver(fail(Errc::cancelled, label() + ": cancelled"));
+                             deliver(fail(failure(Errc::cancelled, "cancelled")));
                              return;
                          }
                          prepare_done(std::move(**slot));
@@ -266,7 +286,7 @@ void HttpDownloader::Transfer::start() {
 
 void HttpDownloader::Transfer::prepare_done(Result<std::shared_ptr<SpoolFile>> r) {
     if (!r) {
-        deliver(fail(r.error().context(label())));
+        deliver(fail(failure(r.error())));
         return;
     }
     file_ = std::move(*r);
@@ -287,7 +307,7 @@ void HttpDownloader::Transfer::request() {
     // The TLS configuration comes from the downloader's cache, parsed off the loop once.
     parent_.with_tls(guard_.bind([this](Result<std::shared_ptr<net::TlsConfig>> tls) {
         if (!tls) {
-            fail_with(tls.error().context(label()), false);
+            fail_with(tls.error(), false);
             return;
         }
         send(*tls);
@@ -340,7 +360,7 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
     if (is_redirect(st)) {
         auto loc = head.header("Location");
         if (!loc) {
-            return stop(Next::none, Error(Errc::network, label() + ": HTTP " + std::to_string(st) +
+            return stop(Next::none, Error(Errc::network, "HTTP " + std::to_string(st) +
                                                              " without a Location header"));
         }
         redirect_to_ = resolve_location(url_, *loc);
@@ -349,7 +369,7 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
     // Without a Range sent, neither 416 nor 206 can mean "start from zero": that would ask the
     // same again for ever. It is a server fault, retried within the budget of tries.
     if (st == 416 && range_from_ == 0) {
-        return stop(Next::retry, Error(Errc::network, label() + ": HTTP 416 without a Range"));
+        return stop(Next::retry, Error(Errc::network, "HTTP 416 without a Range"));
     }
     if (st == 416) return stop(Next::restart);
     if (st >= 500 || st == 429) {
@@ -358,12 +378,10 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
         if (auto ra = head.header("Retry-After")) {
             retry_after_ = net::parse_retry_after(*ra, sched_.wall()).value_or(Duration::zero());
         }
-        return stop(Next::retry, Error(Errc::network, label() + ": HTTP " + std::to_string(st) +
-                                                          " " + head.reason));
+        return stop(Next::retry, Error(Errc::network, http_status(st, head.reason)));
     }
     if (st != 200 && st != 206) {
-        return stop(Next::none, Error(Errc::network, label() + ": HTTP " + std::to_string(st) +
-                                                         " " + head.reason));
+        return stop(Next::none, Error(Errc::network, http_status(st, head.reason)));
     }
     std::optional<uint64_t> length;
     if (auto cl = head.header("Content-Length")) {
@@ -377,7 +395,7 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
         auto cr = head.header("Content-Range");
         auto range = cr ? parse_content_range(*cr) : std::nullopt;
         if (range_from_ == 0) {
-            return stop(Next::retry, Error(Errc::network, label() + ": HTTP 206 without a Range"));
+            return stop(Next::retry, Error(Errc::network, "HTTP 206 without a Range"));
         }
         // Other bytes than asked (or no readable Content-Range): start from zero.
         if (!range || range->first != range_from_) return stop(Next::restart);
@@ -392,7 +410,7 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
     const uint64_t end = length ? base_ + *length : total_;
     if (end > req_.max_size) {
         return stop(Next::none,
-                    Error(Errc::invalid, label() + ": the artifact is " + std::to_string(end) +
+                    Error(Errc::invalid, "the artifact is " + std::to_string(end) +
                                              " bytes, over update.maxArtifactSize (" +
                                              std::to_string(req_.max_size) + " bytes)"));
     }
@@ -412,9 +430,8 @@ Status HttpDownloader::Transfer::on_body(std::string_view piece) {
     received_ += piece.size();
     if (base_ + received_ > req_.max_size) {
         next_ = Next::none;
-        outcome_error_ =
-            Error(Errc::invalid, label() + ": the body grew past update.maxArtifactSize (" +
-                                     std::to_string(req_.max_size) + " bytes)");
+        outcome_error_ = Error(Errc::invalid, "the body grew past update.maxArtifactSize (" +
+                                                  std::to_string(req_.max_size) + " bytes)");
         return fail(Errc::cancelled, "stopped");
     }
     buffer_.append(piece);
@@ -453,7 +470,7 @@ void HttpDownloader::Transfer::kick() {
                 return;
             }
             if (cancelled || !*slot) {
-                fail_with(Error(Errc::cancelled, label() + ": cancelled"), false);
+                fail_with(Error(Errc::cancelled, "cancelled"), false);
                 return;
             }
             on_written(std::move(**slot));
@@ -464,7 +481,7 @@ void HttpDownloader::Transfer::on_written(Result<uint64_t> r) {
     if (finished_) return;
     if (!r) {
         // Disk failures (ENOSPC above all) end the offer: retrying would fill the disk again.
-        fail_with(r.error().context(label()), true);
+        fail_with(r.error(), true);
         return;
     }
     on_disk_ = *r;
@@ -487,7 +504,8 @@ void HttpDownloader::Transfer::on_response(Result<net::HttpResponse> r) {
     } else if (next_ == Next::none && !outcome_error_) {
         // The connection failed, dropped or stalled: worth another try.
         next_ = Next::retry;
-        outcome_error_ = r.error().context(label());
+        // net names the URL first (url_label); the transfer's failure() names it once, last.
+        outcome_error_ = without_url(r.error(), net::url_label(url_));
     }
     if (next_ == Next::none) {
         const bool too_big = outcome_error_ && outcome_error_->code() == Errc::invalid;
@@ -515,11 +533,11 @@ void HttpDownloader::Transfer::settle() {
                              guard_.bind([this, slot](bool cancelled) {
                                  finished_ = false;
                                  if (cancelled || !*slot) {
-                                     deliver(fail(Errc::cancelled, label() + ": cancelled"));
+                                     deliver(fail(failure(Errc::cancelled, "cancelled")));
                                      return;
                                  }
                                  if (!**slot) {
-                                     fail_with((*slot)->error().context(label()), true);
+                                     fail_with((*slot)->error(), true);
                                      return;
                                  }
                                  deliver(std::move(**slot));
@@ -537,14 +555,14 @@ void HttpDownloader::Transfer::settle() {
             return;
         case Next::redirect: {
             if (++redirects_ > kMaxRedirects) {
-                fail_with(Error(Errc::invalid, label() + ": more than " +
-                                                   std::to_string(kMaxRedirects) + " redirects"),
+                fail_with(Error(Errc::invalid,
+                                "more than " + std::to_string(kMaxRedirects) + " redirects"),
                           false);
                 return;
             }
             auto target = check_download_url(redirect_to_, opts_.policy);
             if (!target) {
-                fail_with(target.error().context(label() + ": redirect"), false);
+                fail_with(target.error().context("redirect"), false);
                 return;
             }
             url_ = *target;
@@ -554,8 +572,11 @@ void HttpDownloader::Transfer::settle() {
         case Next::retry: {
             ++failures_;
             if (failures_ >= opts_.max_tries) {
-                Error e = *outcome_error_;
-                fail_with(e.context("after " + std::to_string(failures_) + " tries"), false);
+                const Error& e = *outcome_error_;
+                fail_with(
+                    Error(e.code(), e.message() + ", after " + std::to_string(failures_) + " tries",
+                          e.sys_errno()),
+                    false);
                 return;
             }
             // Each try starts at the offered URL again with its own 3 redirects: a CDN that
@@ -589,8 +610,9 @@ void HttpDownloader::Transfer::report_progress(bool force) {
     cb(p);
 }
 
-void HttpDownloader::Transfer::fail_with(Error e, bool remove_part) {
+void HttpDownloader::Transfer::fail_with(Error cause, bool remove_part) {
     if (finished_) return;
+    Error e = failure(cause);
     finished_ = true;
     client_.reset();
     backoff_timer_->stop();

@@ -7,8 +7,9 @@
 namespace myr::download {
 namespace {
 
+// The URL as messages show it: a presigned URL's query string is its secret.
 Failure refuse(std::string_view text, const char* rule, const std::string& why) {
-    return fail(Errc::invalid, std::string(text) + ": refused (rule " + rule + "): " + why);
+    return fail(Errc::invalid, url_for_messages(text) + ": refused (rule " + rule + "): " + why);
 }
 
 std::string_view path_only(std::string_view path) {
@@ -114,7 +115,7 @@ Result<Url> check_download_url(std::string_view text, const UrlPolicy& policy) {
         if (below_prefix(*u, p)) return u;
     }
     std::string allowed;
-    for (const Url& p : policy.prefixes) allowed += (allowed.empty() ? "" : ", ") + p.str();
+    for (const Url& p : policy.prefixes) allowed += (allowed.empty() ? "" : ", ") + p.shown();
     return refuse(canon, "prefix",
                   "not below any allowed download prefix (" +
                       (allowed.empty() ? std::string("none configured") : allowed) + ")");

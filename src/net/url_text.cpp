@@ -15,9 +15,10 @@ std::string host_header(const Url& url) {
 }
 
 std::string url_label(const Url& url) {
+    // Never the query string: a presigned download URL carries its secret there.
     return url.scheme + "://" + bracketed(url.host) + ":" +
            std::to_string(url.port != 0 ? url.port : default_port(url.scheme)) +
-           (url.path.empty() ? "/" : url.path);
+           url_for_messages(url.path.empty() ? "/" : url.path);
 }
 
 bool unsafe_header_text(const std::string& s) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "core/text.hpp"
 #include "opamp.pb-c.h"
 
 namespace myr::opamp {
@@ -30,6 +31,14 @@ class Arena {
         return p.get();
     }
     static char* str(const std::string& s) { return const_cast<char*>(s.c_str()); }
+    // A proto3 string of an AgentToServer: valid UTF-8 whatever `s` holds (a peer that checks,
+    // such as opamp-go, drops the whole message otherwise) and at most `max` bytes. The copy
+    // lives as long as the arena.
+    char* text(const std::string& s, size_t max = SIZE_MAX) {
+        auto p = std::make_shared<std::string>(text::valid_utf8(s, max));
+        keep_.push_back(p);
+        return const_cast<char*>(p->c_str());
+    }
     static ProtobufCBinaryData bin(const std::string& s) {
         return ProtobufCBinaryData{s.size(),
                                    reinterpret_cast<uint8_t*>(const_cast<char*>(s.data()))};
@@ -72,9 +81,9 @@ Opamp__KeyValue** encode_kvs(Arena& a, const std::vector<KeyValue>& kvs) {
     for (size_t i = 0; i < kvs.size(); ++i) {
         Opamp__AnyValue v = OPAMP__ANY_VALUE__INIT;
         v.value_case = OPAMP__ANY_VALUE__VALUE_STRING_VALUE;
-        v.string_value = Arena::str(kvs[i].value);
+        v.string_value = a.text(kvs[i].value, kMaxReportText);
         Opamp__KeyValue kv = OPAMP__KEY_VALUE__INIT;
-        kv.key = Arena::str(kvs[i].key);
+        kv.key = a.text(kvs[i].key);
         kv.value = a.make(v);
         out[i] = a.make(kv);
     }
@@ -85,8 +94,8 @@ Opamp__ComponentHealth* encode_health(Arena& a, const ComponentHealth& h) {
     Opamp__ComponentHealth m = OPAMP__COMPONENT_HEALTH__INIT;
     m.healthy = h.healthy;
     m.start_time_unix_nano = h.start_time_unix_nano;
-    m.last_error = Arena::str(h.last_error);
-    m.status = Arena::str(h.status);
+    m.last_error = a.text(h.last_error, kMaxReportText);
+    m.status = a.text(h.status, kMaxReportText);
     m.status_time_unix_nano = h.status_time_unix_nano;
     return a.make(m);
 }
@@ -98,13 +107,15 @@ Opamp__PackageStatuses* encode_statuses(Arena& a, const PackageStatuses& s) {
     for (size_t i = 0; i < s.packages.size(); ++i) {
         const PackageStatus& p = s.packages[i];
         Opamp__PackageStatus ps = OPAMP__PACKAGE_STATUS__INIT;
-        ps.name = Arena::str(p.name);
-        ps.agent_has_version = Arena::str(p.agent_has_version);
+        // The server's own names and versions are echoed whole (its message's budget bounds
+        // them); only what the agent writes is cut.
+        ps.name = a.text(p.name);
+        ps.agent_has_version = a.text(p.agent_has_version);
         ps.agent_has_hash = Arena::bin(p.agent_has_hash);
-        ps.server_offered_version = Arena::str(p.server_offered_version);
+        ps.server_offered_version = a.text(p.server_offered_version);
         ps.server_offered_hash = Arena::bin(p.server_offered_hash);
         ps.status = static_cast<Opamp__PackageStatusEnum>(p.status);
-        ps.error_message = Arena::str(p.error_message);
+        ps.error_message = a.text(p.error_message, kMaxReportText);
         if (p.download_details) {
             Opamp__PackageDownloadDetails d = OPAMP__PACKAGE_DOWNLOAD_DETAILS__INIT;
             d.download_percent = p.download_details->download_percent;
@@ -112,12 +123,12 @@ Opamp__PackageStatuses* encode_statuses(Arena& a, const PackageStatuses& s) {
             ps.download_details = a.make(d);
         }
         Opamp__PackageStatuses__PackagesEntry e = OPAMP__PACKAGE_STATUSES__PACKAGES_ENTRY__INIT;
-        e.key = Arena::str(p.name);
+        e.key = ps.name;
         e.value = a.make(ps);
         m.packages[i] = a.make(e);
     }
     m.server_provided_all_packages_hash = Arena::bin(s.server_provided_all_packages_hash);
-    m.error_message = Arena::str(s.error_message);
+    m.error_message = a.text(s.error_message, kMaxReportText);
     return a.make(m);
 }
 
@@ -533,12 +544,9 @@ Result<ServerToAgent> decode_server_to_agent(std::string_view bytes) {
                     df.content_hash = bin_str(f->content_hash);
                     df.signature = bin_str(f->signature);
                     if (f->headers && f->headers->n_headers > kMaxFileHeaders) {
-                        return fail("ServerToAgent: offered package " + std::to_string(i + 1) +
-                                    ": " + std::to_string(f->headers->n_headers) +
-                                    " download headers, at most " +
-                                    std::to_string(kMaxFileHeaders));
-                    }
-                    if (f->headers) {
+                        p.refusal = std::to_string(f->headers->n_headers) +
+                                    " download headers, at most " + std::to_string(kMaxFileHeaders);
+                    } else if (f->headers) {
                         for (size_t j = 0; j < f->headers->n_headers; ++j) {
                             df.headers.push_back(Header{cstr(f->headers->headers[j]->key),
                                                         cstr(f->headers->headers[j]->value)});

@@ -136,6 +136,10 @@ struct PackageAvailable {
     std::string version;
     std::optional<DownloadableFile> file;
     Bytes hash;
+    // Why the codec refused this entry (it breaks a budget of its own, such as kMaxFileHeaders),
+    // or "": the rest of the message is decoded as usual, and the entry is answered InstallFailed
+    // with this reason instead of being installed.
+    std::string refusal;
 };
 
 struct PackagesAvailable {
@@ -172,6 +176,12 @@ inline constexpr size_t kMaxServerMessage = size_t{4} << 20;
 inline constexpr size_t kMaxOfferedPackages = 32;
 inline constexpr size_t kMaxDecodedBytes = size_t{32} << 20;
 inline constexpr size_t kMaxFileHeaders = 32;
+
+// What the agent writes into an AgentToServer: every string is made valid UTF-8 by the encoder
+// (proto3 requires it; opamp-go drops a message that breaks it, whole), and its own free text —
+// error messages, health text, attribute values — is cut at kMaxReportText bytes on a code point
+// boundary. The server's names and versions it echoes are only made valid, never cut.
+inline constexpr size_t kMaxReportText = 1024;
 
 // Protobuf bytes, without the WebSocket header.
 std::string encode(const AgentToServer& msg);

@@ -32,6 +32,7 @@ update::Offer to_offer(const opamp::PackagesAvailable& in) {
         q.top_level = p.type == opamp::PackageType::top_level;
         q.version = p.version;
         q.hash = p.hash;
+        q.refusal = p.refusal;
         if (p.file) {
             update::OfferedFile f;
             f.url = p.file->download_url;

@@ -85,7 +85,8 @@ void Installer::post(Event ev, Why why) {
         return;
     }
     // The first failure is the one to report; a cancel says why it ended instead.
-    if ((ev == Event::failed && why_.code == Failure::none) || ev == Event::cancel) {
+    const bool failure = ev == Event::failed || ev == Event::undo;
+    if ((failure && why_.code == Failure::none) || ev == Event::cancel) {
         why_ = Why{why.code, one_line(std::move(why.text)), why.transient};
     }
     State from = state_;
@@ -186,6 +187,7 @@ void Installer::rest() {
     staged_.reset();
     why_ = {};
     record_attempt_ = false;
+    swapped_ = false;
     if (shutting_down_ || !pending_) return;
     Offer o = std::move(*pending_);
     pending_.reset();
@@ -222,11 +224,10 @@ void Installer::download() {
     });
     h.on_done = bound([this](Result<download::Artifact> a) {
         if (!a) {
+            // "download: <cause> (<url>)": the downloader names the URL once, without its query.
             // A deadline passed (update.downloadTimeout, a stall after the last try): transient.
-            return post(
-                Event::failed,
-                Why{Failure::download, "download " + pkg_->file->url + ": " + a.error().message(),
-                    a.error().code() == Errc::timeout});
+            return post(Event::failed, Why{Failure::download, a.error().message(),
+                                           a.error().code() == Errc::timeout});
         }
         artifact_ = std::move(a.value());
         post(Event::done);
@@ -271,13 +272,15 @@ void Installer::stage() {
 
 void Installer::preflight() {
     auto done = bound([this](Result<stage::PreflightReport> r) {
-        if (!r) return fail_with(Failure::preflight, "preflight: " + r.error().message());
+        // The preflight's errors name it themselves (`preflight: validate (…) ended with …`).
+        if (!r) return fail_with(Failure::preflight, r.error().message());
         post(Event::done);  // its peak memory is in the preflight's own line
     });
     step_ = ports_.preflight.run(preflight_request(*pkg_, *staged_, settings_), std::move(done));
 }
 
 void Installer::activate() {
+    swapped_ = true;  // even a failed activation may have renamed `current`
     VolumeOps::Activation a{pkg_->version, staged_->id, staged_->sha256_hex, from_};
     auto done = bound([this](Status st) {
         // On an error `current` may already name the new version (a failing directory fsync
@@ -298,13 +301,7 @@ void Installer::commit() {
     // installed with stays what it was (unknown for the image's version), never the offer's.
     Installed packages = ledger_.installed(*offer_, *pkg_, staged_.has_value());
     auto done = bound([this, packages](Status st) {
-        if (!st) {
-            // The journal may still name the install: the next start would switch back, so
-            // Installed would be a promise the volume does not keep.
-            std::string why = one_line("commit: " + st.error().message());
-            status(Code::install_failed, why);
-            return fail_with(Failure::commit, why);
-        }
+        if (!st) return commit_failed(st.error());
         ledger_.commit(*offer_, packages, attempt(Outcome::installed, ""));
         publish();
         post(Event::done);
@@ -314,6 +311,23 @@ void Installer::commit() {
     f.packages = packages;
     f.gc = true;
     step_ = ports_.volume.finish(std::move(f), std::move(done));
+}
+
+// The journal may still name the install, so the next start would switch back: Installed would
+// be a promise the volume does not keep. A swapped install is undone now (rolling_back writes its
+// own journal phase), so that the version that runs, the report and the next start agree; one
+// Checking found installed swapped nothing and has nothing to undo.
+void Installer::commit_failed(const Error& e) {
+    std::string why = one_line("commit: " + e.message());
+    log::error("update: commit failed",
+               {{"version", pkg_->version},
+                {"error", why},
+                {"then", swapped_ ? "rolling back to " + from_ : "nothing to undo"}});
+    if (!swapped_) {
+        status(Code::install_failed, why);  // committed goes to idle: no clean-up step reports it
+        return fail_with(Failure::commit, std::move(why));
+    }
+    post(Event::undo, {Failure::commit, std::move(why)});
 }
 
 void Installer::finish_failed() {

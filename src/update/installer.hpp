@@ -130,6 +130,7 @@ class Installer : public service::CriticalSection {
     void preflight();
     void activate();
     void commit();
+    void commit_failed(const Error& e);
     void finish_failed();
     void roll_back();
     void finish_rollback();
@@ -160,6 +161,7 @@ class Installer : public service::CriticalSection {
     std::string from_;                   // active when it began
     Why why_;                            // why it failed (the report's error), or cancelled
     bool record_attempt_ = false;        // the failure goes into last-attempt.json
+    bool swapped_ = false;               // swapping was entered: a failed commit is undone
     std::optional<download::Artifact> artifact_;
     std::optional<Stager::Staged> staged_;
     RollbackResult rolled_;

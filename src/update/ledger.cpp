@@ -2,6 +2,7 @@
 
 #include "core/hex.hpp"
 #include "core/log.hpp"
+#include "core/text.hpp"
 
 namespace myr::update {
 
@@ -42,6 +43,8 @@ void Ledger::restore(Installed in) {
     bool says_installed = in.statuses.empty() || in.statuses[in.top_index].code == Code::installed;
     restored_hash_ = says_installed ? in.all_packages_hash : "";
     if (!in.statuses.empty()) {
+        // A packages.json written before errors were made valid UTF-8 may hold other bytes.
+        for (PackageReport& p : in.statuses) p.error = text::valid_utf8(p.error);
         report_.packages = in.statuses;
         report_.all_packages_hash = in.all_packages_hash;
         report_.error.clear();
@@ -73,7 +76,7 @@ void Ledger::report_interrupted(const Attempt& a, const std::string& package_nam
     p.agent_has_version = active_;
     p.agent_has_hash = active_hash_;
     p.code = Code::install_failed;
-    p.error = a.reason;
+    p.error = text::valid_utf8(a.reason);
     if (report_.packages.empty()) {
         report_.packages.push_back(std::move(p));
         restored_top_ = 0;
@@ -128,7 +131,14 @@ void Ledger::take_inspection(const Inspection& in) {
 }
 
 std::optional<OfferedPackage> Ledger::open(const Offer& o) {
+    auto refused = [](const OfferedPackage& p) {
+        std::string why = "offer refused: " + p.refusal;
+        log::warn("update: offered package refused",
+                  {{"package", text::valid_utf8(p.name, 256)}, {"error", why}});
+        return why;
+    };
     std::optional<OfferedPackage> pkg;
+    bool top_seen = false;  // the first TopLevel package is ours, refused or not
     Report r;
     r.all_packages_hash = o.all_packages_hash;
     for (const OfferedPackage& p : o.packages) {
@@ -137,12 +147,22 @@ std::optional<OfferedPackage> Ledger::open(const Offer& o) {
         pr.offered_version = p.version;
         pr.offered_hash = p.hash;
         pr.agent_has_version = "";
-        if (p.top_level && !pkg) {
-            pkg = p;
+        if (p.top_level && !top_seen) {
+            top_seen = true;
             top_index_ = r.packages.size();
             pr.agent_has_version = active_;
             pr.agent_has_hash = active_hash_;
             pr.code = Code::install_pending;
+            if (p.refusal.empty()) {
+                pkg = p;
+            } else {
+                // The codec refused it: our package, answered, not installed.
+                pr.code = Code::install_failed;
+                pr.error = refused(p);
+            }
+        } else if (!p.refusal.empty()) {
+            pr.code = Code::install_failed;
+            pr.error = refused(p);
         } else {
             pr.code = Code::install_failed;
             pr.error = p.top_level ? "unsupported package: only one top-level package is installed"
@@ -158,7 +178,8 @@ void Ledger::set_status(Code code, std::string error) {
     if (report_.packages.empty()) return;
     PackageReport& r = report_.packages[top_index_];
     r.code = code;
-    r.error = std::move(error);
+    // packages.json keeps it and the next start reports it again: valid UTF-8 from here on.
+    r.error = text::valid_utf8(error);
     r.agent_has_version = active_;
     r.agent_has_hash = active_hash_;
     if (code != Code::downloading) {
@@ -197,21 +218,26 @@ Installed Ledger::fail(const Offer& o, std::string why, std::optional<Attempt> a
 }
 
 Installed Ledger::installed(const Offer& o, const OfferedPackage& pkg, bool fetched) {
-    active_ = pkg.version;
-    if (fetched) active_hash_ = pkg.hash;
+    // Found installed in Checking (nothing fetched): the active version's hash stays the one it
+    // was installed with (unknown for the image's version), never the offer's.
+    const std::string hash = fetched ? pkg.hash : active_hash_;
     std::vector<PackageReport> statuses = report_.packages;
     PackageReport& p = statuses[top_index_];
     p.code = Code::installed;
     p.error.clear();
     p.percent.reset();
     p.bytes_per_second = 0;
-    p.agent_has_version = active_;
-    p.agent_has_hash = active_hash_;
-    return Installed{o.all_packages_hash, pkg.name,  active_, active_hash_,
+    p.agent_has_version = pkg.version;
+    p.agent_has_hash = hash;
+    return Installed{o.all_packages_hash, pkg.name,  pkg.version, hash,
                      std::move(statuses), top_index_};
 }
 
 void Ledger::commit(const Offer& o, Installed packages, Attempt a) {
+    // Only a commit that is on the volume makes the package the active one: a failed one is
+    // undone, and the report keeps naming what runs.
+    active_ = packages.version;
+    active_hash_ = packages.package_hash;
     last_attempt_ = std::move(a);
     report_.packages = packages.statuses;
     last_installed_ = std::move(packages);

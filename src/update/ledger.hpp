@@ -75,10 +75,10 @@ class Ledger {
     Installed ended() const;
     // The same, after the report says InstallFailed with `why` and `attempt` is recorded.
     Installed fail(const Offer& o, std::string why, std::optional<Attempt> attempt);
-    // The end of a good install of `pkg` from `o`: it becomes the active one, and the statuses
-    // say Installed. commit() takes them as the report once they are on the volume. `fetched`:
-    // its bytes were installed, so its package hash is the active one's; otherwise (found
-    // installed) the active one's hash stays as it was.
+    // The end of a good install of `pkg` from `o`: the statuses that say Installed. commit()
+    // makes it the active one and takes them as the report once they are on the volume.
+    // `fetched`: its bytes were installed, so its package hash becomes the active one's;
+    // otherwise (found installed) the active one's hash stays as it was.
     Installed installed(const Offer& o, const OfferedPackage& pkg, bool fetched);
     void commit(const Offer& o, Installed packages, Attempt a);
 

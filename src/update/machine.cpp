@@ -16,8 +16,11 @@ using E = Event;
 
 // Every pair the installer can meet. Failures before the swap end in failed (`current` never
 // changed); from stopping on they end in rolling_back (the child was stopped on purpose and must
-// run again, on the version `current` named before). A cancel or a shutdown inside the critical
-// section stays: it is acted on when the section is over.
+// run again, on the version `current` named before). A commit that fails after a swap is undone
+// the same way (undo): the journal still names the install, so the version that runs and the one
+// the next start keeps must not differ; one that fails after Checking found the offer installed
+// has nothing to undo (failed). A cancel or a shutdown inside the critical section stays: it is
+// acted on when the section is over.
 // clang-format off
 constexpr Transition kTable[] = {
     // from                event          to
@@ -72,6 +75,7 @@ constexpr Transition kTable[] = {
 
     {S::committed,        E::done,       S::idle},
     {S::committed,        E::failed,     S::idle},
+    {S::committed,        E::undo,       S::rolling_back},
     {S::committed,        E::cancel,     S::committed},
     {S::committed,        E::shutdown,   S::committed},
 
@@ -143,6 +147,8 @@ const char* to_string(Event e) {
             return "failed";
         case Event::cancel:
             return "cancel";
+        case Event::undo:
+            return "undo";
         case Event::shutdown:
             return "shutdown";
     }

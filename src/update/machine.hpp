@@ -65,9 +65,10 @@ enum class Event {
     done,       // the state's step succeeded
     failed,     // the state's step failed (or checking refused the offer)
     cancel,     // a different offer arrived: it supersedes the one in progress
+    undo,       // committed: the commit failed after a swap, which is undone
     shutdown,   // TERM or INT
 };
-inline constexpr size_t kEventCount = 7;
+inline constexpr size_t kEventCount = 8;
 
 const char* to_string(State s);
 const char* to_string(Event e);

@@ -1,14 +1,16 @@
 #include "update/outcome.hpp"
 
+#include "core/text.hpp"
+
 namespace myr::update {
 
 std::string one_line(std::string s) {
     for (char& c : s) {
         if (c == '\n' || c == '\r') c = ' ';
     }
+    // Cut on a code point boundary, never inside one: the text goes to the server as UTF-8.
     constexpr size_t kMax = 600;
-    if (s.size() > kMax) s = s.substr(0, kMax) + "…";
-    return s;
+    return text::valid_utf8(s, kMax);
 }
 
 const char* to_string(Failure f) {

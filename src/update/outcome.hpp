@@ -47,7 +47,8 @@ struct Why {
 };
 
 // Reasons go into one report field and one log line: multi-line output (a preflight's last lines)
-// is joined, and a runaway message is cut.
+// is joined, bytes that are not UTF-8 are replaced (U+FFFD), and a runaway message is cut on a
+// code point boundary (600 bytes with the "…").
 std::string one_line(std::string s);
 
 }  // namespace myr::update

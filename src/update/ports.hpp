@@ -54,6 +54,9 @@ struct OfferedPackage {
     std::string version;
     std::optional<OfferedFile> file;
     std::string hash;  // the package hash, raw bytes
+    // Why the codec refused the entry ("33 download headers, at most 32"), or "": a refused
+    // package is answered InstallFailed with it and never installed.
+    std::string refusal;
     bool operator==(const OfferedPackage&) const = default;
 };
 

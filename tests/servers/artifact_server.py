@@ -21,6 +21,8 @@ own requests (1-based), so one URL scripts a whole sequence of answers. Options,
   noetag         neither ETag nor Last-Modified
   weak           a weak ETag (W/"...") and Last-Modified
   status=CODE    answer CODE with an empty body
+  reason=TEXT    with status=: the reason phrase, percent-decoded as Latin-1 (so %A0 is one
+                 byte 0xA0 on the wire, not UTF-8)
 
 --stats FILE is rewritten (atomically) after every request with the same JSON as GET /_stats, for
 https servers whose stats a plain client cannot ask for. GET /_stats answers JSON: {"bytes": body bytes sent, "requests": [{"path", "range", "if_range",
@@ -63,8 +65,8 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             STATS["bytes"] += n
 
-    def head(self, status, headers):
-        self.send_response(status)
+    def head(self, status, headers, reason=None):
+        self.send_response(status, reason)
         for k, v in headers:
             self.send_header(k, v)
         self.send_header("Connection", "close")
@@ -114,7 +116,8 @@ class Handler(BaseHTTPRequestHandler):
                 "authorization": self.headers.get("Authorization"),
                 "host": self.headers.get("Host")})
         if "status" in opts:
-            self.head(int(opts["status"]), [("Content-Length", "0")])
+            reason = dict(urllib.parse.parse_qsl(url.query, encoding="latin-1")).get("reason")
+            self.head(int(opts["status"]), [("Content-Length", "0")], reason)
             return
         if "fail" in opts and n <= int(opts["fail"]):
             self.head(503, [("Content-Length", "0")])

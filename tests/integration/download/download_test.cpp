@@ -239,7 +239,8 @@ TEST_CASE("download: a full disk ends the download, removes the part, touches no
     CHECK(e.code() == Errc::system);
     CHECK(e.sys_errno() == ENOSPC);
     CHECK(contains(e.message(), "No space left on device"));
-    CHECK(contains(e.message(), "download: http://127.0.0.1:"));
+    CHECK(e.message().rfind("download: ", 0) == 0);  // the cause first, then the URL
+    CHECK(contains(e.message(), " (http://127.0.0.1:"));
     CHECK(list_dir(small + "/spool").empty());
     CHECK(read_file(small + "/keep") == "volume file");
     CHECK(rig.server->requests() == 1);  // a full disk is not retried
@@ -257,7 +258,8 @@ TEST_CASE("download: a failed write or commit removes the part and is not retrie
         fault::reload();
         const Error& e = require_error(f);
         CHECK(e.code() == Errc::injected);
-        CHECK(contains(e.message(), "download: http://127.0.0.1:"));
+        CHECK(e.message().rfind("download: ", 0) == 0);  // the cause first, then the URL
+        CHECK(contains(e.message(), " (http://127.0.0.1:"));
         CHECK(list_dir(rig.state + "/spool").empty());
         CHECK(rig.server->requests() == 1);
     }

@@ -107,6 +107,36 @@ class GoServer {
     int port_ = 0;
 };
 
+// One PackageStatus of the updater's reports, as opamp-go decoded it (protojson names).
+struct UpdaterStatus {
+    std::string status, has, offered, error;
+};
+
+// The updater's statuses of `package` offered `version`, from record line `from` on, in order.
+inline std::vector<UpdaterStatus> updater_statuses(const GoServer& s, const std::string& version,
+                                                   size_t from = 0,
+                                                   const std::string& package = "otelcol-contrib") {
+    std::vector<UpdaterStatus> out;
+    std::map<int64_t, bool> updater_conn;
+    auto all = s.all();
+    for (size_t i = 0; i < all.size(); ++i) {
+        json_object* j = all[i].get();
+        if (opamp::str(j, "event") != "message") continue;
+        const int64_t conn = opamp::num(j, "conn");
+        if (json_object* id = opamp::get(j, "identifying")) {
+            updater_conn[conn] = opamp::str(id, "service.name") == "myriarch-updater";
+        }
+        if (i < from || !updater_conn[conn]) continue;
+        json_object* p =
+            opamp::get(opamp::get(opamp::get(opamp::get(j, "msg"), "packageStatuses"), "packages"),
+                       package.c_str());
+        if (p == nullptr || opamp::str(p, "serverOfferedVersion") != version) continue;
+        out.push_back({opamp::str(p, "status"), opamp::str(p, "agentHasVersion"),
+                       opamp::str(p, "serverOfferedVersion"), opamp::str(p, "errorMessage")});
+    }
+    return out;
+}
+
 // The directories, ports and the three configs (updater, supervisor, collector base) of one
 // container running the real peers.
 struct Peers {

@@ -21,33 +21,7 @@ using opamp::str;
 
 namespace {
 
-// One PackageStatus of the updater's reports, as opamp-go decoded it (protojson names).
-struct Status {
-    std::string status, has, offered, error;
-};
-
-// The updater's statuses of `package` offered `version`, from record line `from` on, in order.
-std::vector<Status> statuses(const GoServer& s, const std::string& version, size_t from = 0,
-                             const std::string& package = "otelcol-contrib") {
-    std::vector<Status> out;
-    std::map<int64_t, bool> updater_conn;
-    auto all = s.all();
-    for (size_t i = 0; i < all.size(); ++i) {
-        json_object* j = all[i].get();
-        if (str(j, "event") != "message") continue;
-        const int64_t conn = opamp::num(j, "conn");
-        if (json_object* id = get(j, "identifying")) {
-            updater_conn[conn] = str(id, "service.name") == "myriarch-updater";
-        }
-        if (i < from || !updater_conn[conn]) continue;
-        json_object* p =
-            get(get(get(get(j, "msg"), "packageStatuses"), "packages"), package.c_str());
-        if (p == nullptr || str(p, "serverOfferedVersion") != version) continue;
-        out.push_back({str(p, "status"), str(p, "agentHasVersion"), str(p, "serverOfferedVersion"),
-                       str(p, "errorMessage")});
-    }
-    return out;
-}
+using Status = UpdaterStatus;
 
 // The first final status (Installed or InstallFailed) of `version` after line `from`.
 std::optional<Status> wait_final(const GoServer& s, const std::string& version, size_t from,
@@ -55,7 +29,7 @@ std::optional<Status> wait_final(const GoServer& s, const std::string& version, 
     std::optional<Status> found;
     wait_until(
         [&] {
-            for (const Status& st : statuses(s, version, from)) {
+            for (const Status& st : updater_statuses(s, version, from)) {
                 if (st.status == "PackageStatusEnum_Installed" ||
                     st.status == "PackageStatusEnum_InstallFailed") {
                     found = st;

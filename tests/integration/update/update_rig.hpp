@@ -47,8 +47,9 @@ struct Offer {
     std::string url;     // overrides the URL made from `file` and `query`
     std::string sha256;  // overrides the artifact's real hash
     std::string name = "otelcol-contrib";
-    int type = 0;                // 0 TopLevel, 1 Addon
-    std::string signature_file;  // a Sigstore bundle
+    int type = 0;                      // 0 TopLevel, 1 Addon
+    std::string signature_file;        // a Sigstore bundle
+    std::vector<std::string> headers;  // download headers, "Name: value"
 };
 
 class Rig : public wired::Rig {
@@ -132,15 +133,22 @@ class Rig : public wired::Rig {
     }
 
     // Tells the server to offer `o` to the newest connection.
-    void offer(const Offer& o) {
-        const std::string file = dir / ("offer-" + std::to_string(++offers_) + ".txt");
-        std::string text = "name=" + o.name + "\nversion=" + o.version +
-                           "\nurl=" + (o.url.empty() ? url_of(o.file, o.query) : o.url) +
-                           "\nsha256=" + (o.sha256.empty() ? sha_of(o.file) : o.sha256) +
-                           "\ntype=" + std::to_string(o.type) + "\n";
-        if (!o.signature_file.empty()) text += "signature_file=" + o.signature_file + "\n";
-        write_file(file, text);
-        std::ofstream(commands, std::ios::app) << "release=" << file << "\n";
+    void offer(const Offer& o) { offer_all({o}); }
+    // One offer of several packages, in this order.
+    void offer_all(const std::vector<Offer>& packages) {
+        std::string actions;
+        for (const Offer& o : packages) {
+            const std::string file = dir / ("offer-" + std::to_string(++offers_) + ".txt");
+            std::string text = "name=" + o.name + "\nversion=" + o.version +
+                               "\nurl=" + (o.url.empty() ? url_of(o.file, o.query) : o.url) +
+                               "\nsha256=" + (o.sha256.empty() ? sha_of(o.file) : o.sha256) +
+                               "\ntype=" + std::to_string(o.type) + "\n";
+            if (!o.signature_file.empty()) text += "signature_file=" + o.signature_file + "\n";
+            for (const std::string& h : o.headers) text += "header=" + h + "\n";
+            write_file(file, text);
+            actions += (actions.empty() ? "release=" : "+release=") + file;
+        }
+        std::ofstream(commands, std::ios::app) << actions << "\n";
     }
 
     // Every PackageStatus the server recorded, in order, from record line `from` on.

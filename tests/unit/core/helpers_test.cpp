@@ -9,6 +9,7 @@
 #include "core/hex.hpp"
 #include "core/random.hpp"
 #include "core/text.hpp"
+#include "core/url.hpp"
 #include "harness.hpp"
 
 using namespace myr;
@@ -40,6 +41,41 @@ TEST_CASE("text: trim and lower") {
     CHECK(text::trim("  \ttoken\r\n") == "token");
     CHECK(text::trim(" \n ").empty());
     CHECK(text::lower("Example.COM:443") == "example.com:443");
+}
+
+TEST_CASE("text: valid_utf8 replaces ill-formed sequences and cuts on a code point boundary") {
+    const std::string fffd = "\xEF\xBF\xBD";
+    CHECK(text::valid_utf8("plain ascii") == "plain ascii");
+    CHECK(text::valid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80") ==
+          "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+    // A Latin-1 no-break space, stray continuation bytes, bytes never used in UTF-8.
+    CHECK(text::valid_utf8("404 Not Found\xA0") == "404 Not Found" + fffd);
+    CHECK(text::valid_utf8("a\x80\xBF"
+                           "b") == "a" + fffd + fffd + "b");
+    CHECK(text::valid_utf8("\xC0\xAF\xFF\xFE") == fffd + fffd + fffd + fffd);
+    // Truncated sequences: one U+FFFD for the maximal subpart, the byte after it kept.
+    CHECK(text::valid_utf8("\xE2\x82x") == fffd + "x");
+    CHECK(text::valid_utf8("\xF0\x9F\x98") == fffd);
+    CHECK(text::valid_utf8("\xC3") == fffd);
+    // Overlong, surrogate, past U+10FFFF: the lead byte alone is the subpart.
+    CHECK(text::valid_utf8("\xE0\x80\x80") == fffd + fffd + fffd);
+    CHECK(text::valid_utf8("\xED\xA0\x80") == fffd + fffd + fffd);
+    CHECK(text::valid_utf8("\xF4\x90\x80\x80") == fffd + fffd + fffd + fffd);
+    // Bounded: the cut never splits a code point, and the ellipsis counts.
+    CHECK(text::valid_utf8("abcdef", 6) == "abcdef");
+    CHECK(text::valid_utf8("abcdefg", 6) == "abc\xE2\x80\xA6");
+    CHECK(text::valid_utf8("ab\xE2\x82\xAC\xE2\x82\xAC", 7) == "ab\xE2\x80\xA6");
+    CHECK(text::valid_utf8(std::string(5000, '\xFF'), 100).size() <= 100);
+}
+
+TEST_CASE("url: url_for_messages drops user information, query string and fragment") {
+    const std::string ellipsis = "\xE2\x80\xA6";
+    CHECK(url_for_messages("https://h/a/b.tar.gz") == "https://h/a/b.tar.gz");
+    CHECK(url_for_messages("https://h/a?X-Amz-Signature=secret") == "https://h/a?" + ellipsis);
+    CHECK(url_for_messages("https://user:pw@h:8443/a#frag") == "https://h:8443/a");
+    CHECK(url_for_messages("https://h/p@th?q=1") == "https://h/p@th?" + ellipsis);
+    CHECK(url_for_messages("not a url?token") == "not a url?" + ellipsis);
+    CHECK(Url{"https", "h", 443, "/a?sig=1"}.shown() == "https://h/a?" + ellipsis);
 }
 
 TEST_CASE("file: open_regular follows a symlink but refuses a FIFO and a directory") {

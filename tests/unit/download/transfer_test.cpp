@@ -60,9 +60,11 @@ class FakeFetcher final : public HttpFetcher {
         return f;
     }
     // Answers the current request; returns the status of the handler (a refusal stops it).
-    Status head(int status, std::vector<std::pair<std::string, std::string>> headers) {
+    Status head(int status, std::vector<std::pair<std::string, std::string>> headers,
+                std::string reason = "") {
         net::HttpHead hd;
         hd.status = status;
+        hd.reason = std::move(reason);
         hd.headers = std::move(headers);
         return current->h.on_head(hd);
     }
@@ -108,12 +110,14 @@ struct Rig {
         CHECK(uv_loop_close(&uv) == 0);
     }
     void start(const std::string& data, uint64_t max = 1u << 20,
-               std::vector<std::pair<std::string, std::string>> headers = {}) {
+               std::vector<std::pair<std::string, std::string>> headers = {},
+               const std::string& query = "") {
         Downloader::Handlers h;
         h.on_progress = [this](const Progress& p) { progress.emplace_back(sched.now(), p); };
         h.on_done = [this](Result<Artifact> r) { done.emplace(std::move(r)); };
-        d = dl->fetch(
-            Request{scheme_ + "://h/artifacts/a.bin", std::move(headers), hex_of(data), max}, h);
+        d = dl->fetch(Request{scheme_ + "://h/artifacts/a.bin" + query, std::move(headers),
+                              hex_of(data), max},
+                      h);
         sched.run_pending();  // spool prepared, TLS loaded, first request started
     }
     std::string part(const std::string& data) const {
@@ -150,7 +154,7 @@ TEST_CASE("transfer: a dropped connection is retried after the backoff; 5 failur
     REQUIRE(!rig.done->ok());
     CHECK(rig.done->error().code() == Errc::network);
     CHECK(rig.done->error().message() ==
-          "after 5 tries: download: http://h/artifacts/a.bin: connection reset by peer");
+          "download: connection reset by peer, after 5 tries (http://h/artifacts/a.bin)");
     rig.sched.advance(60s);
     CHECK(rig.fetcher.started == 5);
 }
@@ -288,10 +292,24 @@ TEST_CASE("transfer: Content-Length over the cap is refused before the body, the
     REQUIRE(!rig.done->ok());
     CHECK(rig.done->error().code() == Errc::invalid);
     CHECK(rig.done->error().message() ==
-          "download: http://h/artifacts/a.bin: the artifact is 10 bytes, over "
-          "update.maxArtifactSize (9 bytes)");
+          "download: the artifact is 10 bytes, over update.maxArtifactSize (9 bytes) "
+          "(http://h/artifacts/a.bin)");
     CHECK(!test::exists(rig.part(data)));
     CHECK(rig.fetcher.started == 1);
+}
+
+TEST_CASE("transfer: a 404 is named first, the URL once and without its query string") {
+    Rig rig;
+    const std::string query = "?X-Amz-Credential=AKIA&X-Amz-Signature=" + std::string(400, 'f');
+    rig.start("data", 1u << 20, {}, query);
+    CHECK(rig.fetcher.current->request.url.path == "/artifacts/a.bin" + query);
+    CHECK(!rig.fetcher.head(404, {}, "Not Found").ok());
+    rig.fetcher.end(fail(Errc::cancelled, "stopped"));
+    rig.sched.run_pending();
+    REQUIRE(rig.done);
+    REQUIRE(!rig.done->ok());
+    CHECK(rig.done->error().message() ==
+          "download: HTTP 404 Not Found (http://h/artifacts/a.bin?\xE2\x80\xA6)");
 }
 
 TEST_CASE("transfer: destroying the download drops the request; nothing runs afterwards") {

@@ -243,13 +243,58 @@ TEST_CASE("messages: a message that would decode to more than the budget is refu
     CHECK(m.error().message().find("more than 32 MiB") != std::string::npos);
 }
 
-TEST_CASE("messages: a downloadable file with too many headers is refused") {
+TEST_CASE("messages: a downloadable file with too many headers refuses its package only") {
     std::string headers;
     for (size_t i = 0; i <= kMaxFileHeaders; ++i) headers += field_bytes(1, "");  // Headers.headers
     // PackageAvailable.file (3) → DownloadableFile.headers (4)
     const std::string pkg = field_bytes(3, field_bytes(4, headers));
     const std::string entry = field_bytes(1, "p") + field_bytes(2, pkg);
-    auto m = decode_server_to_agent(field_bytes(5, field_bytes(1, entry)));
-    REQUIRE_FALSE(m);
-    CHECK(m.error().message().find("download headers") != std::string::npos);
+    const std::string other = field_bytes(1, "q") + field_bytes(2, field_bytes(2, "1.0.0"));
+    // ServerToAgent.packages_available (5), then connection_settings (4 → opamp 2 → heartbeat 4).
+    const std::string msg = field_bytes(5, field_bytes(1, entry) + field_bytes(1, other)) +
+                            field_bytes(4, field_bytes(2, field_varint(4, 42)));
+    auto m = decode_server_to_agent(msg);
+    REQUIRE(m);
+    REQUIRE(m->packages_available);
+    REQUIRE(m->packages_available->packages.size() == 2);
+    const PackageAvailable& p = m->packages_available->packages[0];
+    CHECK(p.name == "p");
+    CHECK(p.refusal == "33 download headers, at most 32");
+    REQUIRE(p.file);
+    CHECK(p.file->headers.empty());
+    CHECK(m->packages_available->packages[1].name == "q");
+    CHECK(m->packages_available->packages[1].version == "1.0.0");
+    CHECK(m->packages_available->packages[1].refusal.empty());
+    // The rest of the message is decoded too.
+    CHECK(m->heartbeat_interval_seconds == 42u);
+}
+
+TEST_CASE("messages: every string of an AgentToServer is valid UTF-8 and free text is bounded") {
+    AgentToServer a;
+    a.instance_uid = std::string(16, '\x01');
+    PackageStatuses s;
+    PackageStatus p;
+    p.name = "otelcol\xFF";
+    p.server_offered_version = "0.117.0";
+    p.status = PackageStatusCode::install_failed;
+    p.error_message = "download: HTTP 404 Not Found\xA0" + std::string(5000, 'x');
+    s.packages.push_back(p);
+    s.error_message = "\xC3";
+    a.package_statuses = s;
+    ComponentHealth h;
+    h.last_error = "validate said \xFE";
+    a.health = h;
+    AgentDescription d;
+    d.non_identifying_attributes.push_back({"host.name", "pod\x80", true});
+    a.agent_description = d;
+    auto back = decode_agent_to_server(encode(a));
+    REQUIRE(back);
+    const std::string fffd = "\xEF\xBF\xBD";
+    const PackageStatus& q = back->package_statuses->packages.at(0);
+    CHECK(q.name == "otelcol" + fffd);
+    CHECK(q.error_message.rfind("download: HTTP 404 Not Found" + fffd + "x", 0) == 0);
+    CHECK(q.error_message.size() <= kMaxReportText);
+    CHECK(back->package_statuses->error_message == fffd);
+    CHECK(back->health->last_error == "validate said " + fffd);
+    CHECK(back->agent_description->non_identifying_attributes.at(0).value == "pod" + fffd);
 }

@@ -23,6 +23,7 @@ TEST_CASE("package adapter: an offer keeps every field the installer decides on"
     opamp::PackageAvailable addon;
     addon.name = "addon";
     addon.type = opamp::PackageType::addon;
+    addon.refusal = "33 download headers, at most 32";
     opamp::PackageAvailable odd;  // a type outside the enum is not TopLevel either
     odd.name = "odd";
     odd.type = static_cast<opamp::PackageType>(7);
@@ -40,8 +41,10 @@ TEST_CASE("package adapter: an offer keeps every field the installer decides on"
     CHECK(o.packages[0].file->signature == "{bundle}");
     CHECK(o.packages[0].file->headers ==
           std::vector<std::pair<std::string, std::string>>{{"Authorization", "Bearer t"}});
+    CHECK(o.packages[0].refusal.empty());
     CHECK_FALSE(o.packages[1].top_level);
     CHECK_FALSE(o.packages[1].file.has_value());
+    CHECK(o.packages[1].refusal == "33 download headers, at most 32");
     CHECK_FALSE(o.packages[2].top_level);
 }
 

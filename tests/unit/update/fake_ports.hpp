@@ -271,6 +271,12 @@ class FakeVolume : public VolumeOps {
             (f.attempt ? std::string(":attempt=") + to_string(f.attempt->outcome) : "") +
             (f.packages ? ":packages" : ""));
         finishes.push_back(f);
+        Status st;
+        if (!finish_results.empty()) {
+            st = finish_results.front();
+            finish_results.pop_front();
+        }
+        if (!st) return answers.answer([done, st] { done(st); });  // nothing written
         if (f.clear_journal) journal.reset();
         if (f.attempt) inspection.last_attempt = f.attempt;
         return answers.answer([done] { done(Status()); });
@@ -281,6 +287,7 @@ class FakeVolume : public VolumeOps {
     Status activate_result;
     Status switch_result;
     std::vector<Finish> finishes;
+    std::deque<Status> finish_results;  // the answers of the next finishes (then success)
     Answers answers;
 
   private:

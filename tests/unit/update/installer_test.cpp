@@ -350,6 +350,31 @@ TEST_CASE("installer: a v-prefixed offer goes by its canonical name from Checkin
     CHECK(f.packages->package_hash == std::string(32, 'p'));
 }
 
+TEST_CASE("installer: a commit that fails is undone when it swapped, and the report says so") {
+    Rig rig;
+    rig.volume.finish_results.push_back(fail(Errc::system, "finish: disk full"));
+    SUBCASE("after the swap") {
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        // The journal names the install until the rollback's own phase replaces it: the next
+        // start keeps what runs.
+        CHECK(rig.traced("journal:rolling-back"));
+        CHECK(rig.traced("switch_back:0.116.0"));
+        CHECK(rig.volume.inspection.active == "0.116.0");
+        CHECK(rig.trace.back() == "finish:clear:gc:attempt=rolled-back:packages");
+        CHECK(rig.top().error == "commit: finish: disk full; rolled back to 0.116.0");
+        CHECK(rig.top().agent_has_version == "0.116.0");
+    }
+    SUBCASE("after Checking found the offer installed: nothing to undo") {
+        rig.inst->offer(offer_of("0.116.0"));
+        rig.settle();
+        CHECK_FALSE(rig.traced("stop"));
+        CHECK_FALSE(rig.traced("switch_back:"));
+        CHECK(rig.top().error == "commit: finish: disk full");
+    }
+    CHECK(rig.top().code == Code::install_failed);
+}
+
 TEST_CASE("installer: checking — an active version that is broken is installed again") {
     Rig rig;
     rig.volume.inspection.active_intact = false;
@@ -418,7 +443,8 @@ TEST_CASE("installer: staging and preflight failures change nothing and discard 
     }
     SUBCASE("preflight") {
         Rig rig;
-        rig.preflight.error = "validate exited 1: error decoding 'receivers'";
+        // The preflight names itself, as stage/preflight.cpp does: the installer adds nothing.
+        rig.preflight.error = "preflight: validate exited 1: error decoding 'receivers'";
         rig.inst->offer(offer_of("0.117.0"));
         rig.settle();
         CHECK(rig.top().error == "preflight: validate exited 1: error decoding 'receivers'");

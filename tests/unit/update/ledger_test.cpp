@@ -119,3 +119,44 @@ TEST_CASE("ledger: a failed end reports InstallFailed and keeps the last Install
     CHECK(out.statuses == l.report().packages);
     CHECK(l.settled(o));  // the same offer again is a repeat
 }
+
+TEST_CASE("ledger: a package the codec refused is answered with the reason, never installed") {
+    Ledger l(2s);
+    l.set_active("0.116.0", std::string(32, 'o'));
+    Offer o = offer_of("0.117.0");
+    o.packages[0].refusal = "33 download headers, at most 32";
+    OfferedPackage addon = o.packages[0];
+    addon.name = "extra";
+    addon.top_level = false;
+    addon.refusal.clear();
+    o.packages.push_back(addon);
+    CHECK_FALSE(l.open(o).has_value());
+    REQUIRE(l.report().packages.size() == 2);
+    CHECK(l.report().packages[0].code == Code::install_failed);
+    CHECK(l.report().packages[0].error == "offer refused: 33 download headers, at most 32");
+    CHECK(l.report().packages[0].agent_has_version == "0.116.0");
+    CHECK(l.report().packages[1].error == "unsupported package type");
+
+    // A second TopLevel package does not take the refused one's place.
+    Offer two = offer_of("0.117.0");
+    two.packages[0].refusal = "33 download headers, at most 32";
+    two.packages.push_back(offer_of("0.118.0").packages[0]);
+    CHECK_FALSE(l.open(two).has_value());
+    CHECK(l.report().packages[1].error ==
+          "unsupported package: only one top-level package is installed");
+}
+
+TEST_CASE("ledger: errors are valid UTF-8, also the ones restored from packages.json") {
+    Ledger l(2s);
+    l.set_active("0.116.0", std::string(32, 'o'));
+    PackageReport old;
+    old.name = "otelcol-contrib";
+    old.offered_version = "0.118.0";
+    old.code = Code::install_failed;
+    old.error = "download: HTTP 404 Not Found\xA0";
+    l.restore(Installed{"", "", "", "", {old}, 0});
+    CHECK(l.report().packages[0].error == "download: HTTP 404 Not Found\xEF\xBF\xBD");
+    REQUIRE(l.open(offer_of("0.117.0")).has_value());
+    l.set_status(Code::install_failed, "validate: \xFF");
+    CHECK(l.report().packages[0].error == "validate: \xEF\xBF\xBD");
+}

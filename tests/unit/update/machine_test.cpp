@@ -63,6 +63,7 @@ const std::map<std::pair<S, E>, S>& expected() {
             t[{end, E::cancel}] = end;
             t[{end, E::shutdown}] = end;
         }
+        t[{S::committed, E::undo}] = S::rolling_back;
         t[{S::failed, E::done}] = S::idle;
         t[{S::failed, E::failed}] = S::idle;
         t[{S::failed, E::cancel}] = S::failed;
