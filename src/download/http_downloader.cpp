@@ -643,11 +643,10 @@ void HttpDownloader::Transfer::remove_and_fail(Error e) {
 // another time); the part is kept, as after a cut.
 void HttpDownloader::Transfer::on_deadline() {
     const uint64_t bytes = on_disk_ + buffer_.size();
-    fail_with(Error(Errc::timeout, "download exceeded update.downloadTimeout (" +
-                                       format_duration(opts_.deadline) + ") after " +
-                                       std::to_string(bytes) + " bytes")
-                  .context(label()),
-              false);
+    fail_with(
+        Error(Errc::timeout, "exceeded update.downloadTimeout (" + format_duration(opts_.deadline) +
+                                 ") after " + std::to_string(bytes) + " bytes"),
+        false);
 }
 
 void HttpDownloader::Transfer::deliver(Result<Artifact> r) {

@@ -109,9 +109,9 @@ TEST_CASE("update: an artifact that drips is cut off at update.downloadTimeout")
     auto st = rig.wait_status("0.117.0", "", from, 30s);
     REQUIRE_MESSAGE(st, "no final status; record:\n" << rig.record() << "\nlog:\n" << u.log());
     CHECK(st->status == "InstallFailed");
-    CHECK_MESSAGE(
-        st->error.find("download exceeded update.downloadTimeout (3s) after ") != std::string::npos,
-        st->error);
+    CHECK_MESSAGE(st->error.find("download: exceeded update.downloadTimeout (3s) after ") !=
+                      std::string::npos,
+                  st->error);
     CHECK(st->has == "0.116.0");
     std::vector<std::string> v;
     wait_until([&] { return (v = rig.violations("0.116.0")).empty(); }, 10s, 50ms);
