@@ -11,15 +11,6 @@ using namespace myr::test::upd;
 
 namespace {
 
-// `version` active and intact, nothing left over, readiness back.
-void check_active(const Rig& rig, const std::string& version) {
-    std::vector<std::string> v;
-    wait_until([&] { return (v = rig.violations(version)).empty(); }, 10s, 50ms);
-    CHECK_MESSAGE(v.empty(), joined(v));
-    CHECK(wait_until([&] { return rig.probe("/readyz") == 200; }, 20s, 50ms));
-    CHECK(rig.storage_unchanged());
-}
-
 // A presigned-style query string of about 430 characters whose signature is the secret.
 const std::string kSecret(256, 'f');
 std::string presigned_query() {
@@ -57,7 +48,7 @@ TEST_CASE("update reports: a commit that fails is logged, reported and undone") 
         CHECK_MESSAGE(wait_until([&] { return u.log_has("state=rolled-back"); }, 30s, 50ms),
                       u.log());
         CHECK_MESSAGE(u.log_has("reason=\"commit: "), u.log());
-        check_active(rig, "0.116.0");
+        check_settled(rig, "0.116.0");
         CHECK(read_file(rig.state + "/last-attempt.json").find("rolled-back") != std::string::npos);
         CHECK(u.stop() == 0);
     }
@@ -65,7 +56,7 @@ TEST_CASE("update reports: a commit that fails is logged, reported and undone") 
     const size_t m = rig.mark();
     Updater u(rig.config());
     rig.await_start(u, m);
-    check_active(rig, "0.116.0");
+    check_settled(rig, "0.116.0");
     CHECK_FALSE(u.log_has("recovery: volume put back"));
     CHECK(u.stop() == 0);
 }
@@ -117,7 +108,7 @@ TEST_CASE("update reports: offers refused before any change name their cause") {
         CHECK(other->status == "InstallFailed");
         CHECK_MESSAGE(other->error == "unsupported package type", other->error);
         CHECK(u.log_has("33 download headers"));
-        check_active(rig, "0.116.0");
+        check_settled(rig, "0.116.0");
         CHECK(rig.artifact_server->requests() == 0);
 
         // The same offer within the budget installs: the refusal was about the headers alone.

@@ -272,4 +272,17 @@ class Rig : public wired::Rig {
     int offers_ = 0;
 };
 
+// The installed state after an install or a refusal: `version` active and intact, nothing left
+// over, readiness back, the supervisor's storage untouched. The outcome is reported before the
+// clean-up that follows it (staging, journal, spool) has run: the oracle is given until then.
+inline void check_settled(const Rig& rig, const std::string& version) {
+    std::vector<std::string> v;
+    wait_until([&] { return (v = rig.violations(version)).empty(); }, 10s, 50ms);
+    CHECK_MESSAGE(v.empty(), joined(v));
+    CHECK(wait_until([&] { return rig.probe("/readyz") == 200; }, 20s, 50ms));
+    CHECK(rig.storage_unchanged());
+    CHECK_MESSAGE(wait_until([&] { return list_dir(rig.spool()).empty(); }, 10s, 50ms),
+                  "spool: " << joined(list_dir(rig.spool())));
+}
+
 }  // namespace myr::test::upd

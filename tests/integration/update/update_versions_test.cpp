@@ -14,18 +14,6 @@ using namespace myr::test::upd;
 
 namespace {
 
-// `version` active and intact, nothing left over, readiness back, the supervisor's storage
-// untouched.
-void check_settled(const Rig& rig, const std::string& version) {
-    std::vector<std::string> v;
-    wait_until([&] { return (v = rig.violations(version)).empty(); }, 10s, 50ms);
-    CHECK_MESSAGE(v.empty(), joined(v));
-    CHECK(wait_until([&] { return rig.probe("/readyz") == 200; }, 20s, 50ms));
-    CHECK(rig.storage_unchanged());
-    CHECK_MESSAGE(wait_until([&] { return list_dir(rig.spool()).empty(); }, 10s, 50ms),
-                  "spool: " << joined(list_dir(rig.spool())));
-}
-
 // The final status of `o`, offered now.
 Status final_status(Rig& rig, const Updater& u, const Offer& o) {
     size_t from = rig.mark();
