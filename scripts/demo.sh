@@ -264,7 +264,8 @@ show_volume() {
     probe /readyz
 }
 build_release 0.118.0 ok
-build_release 0.119.0 fail
+build_release 0.118.1 fail
+build_release 0.119.0 ok
 if $signing; then
     # A private test root stands in for Sigstore's public one: the releases are signed under it
     # by a real signer (@sigstore/sign) whose Fulcio and Rekor are answered in-process.
@@ -274,7 +275,10 @@ else
     echo "NOTE: node or tests/interop/node_modules is missing: the releases are NOT signed and"
     echo "      the config says requireSignature: false (bash scripts/deps.sh installs the signer)."
 fi
-start_pod "OpAMP installs: the updater runs 0.115.0 and waits for the fleet server's offers" newest
+# The image's collector is the supervisor's version too: update.maxMinorSkew (1) keeps offers
+# within one minor version of it.
+cp "$(release 0.117.0)" "$pod/shared/otelcol-contrib"
+start_pod "OpAMP installs: an image of 0.117.0 (so offers from 0.116 to 0.118 are in reach); the updater waits for the fleet server's offers" newest
 for _ in $(seq 100); do grep -q 'opamp connected' "$pod/updater.log" && break; sleep 0.1; done
 say "the server offers 0.118.0: download, $($signing && echo 'SHA-256 + Sigstore' || echo 'SHA-256 (unsigned)'), extract, preflight, swap, health check, commit"
 offer 0.118.0
@@ -282,11 +286,15 @@ await_status 0.118.0 Installed
 states 0.118.0
 show_volume
 expect_current 0.118.0
-say "the server offers 0.119.0, whose health check fails: rolled back to 0.118.0"
+say "the server offers 0.118.1, whose health check fails: rolled back to 0.118.0"
+offer 0.118.1
+await_status 0.118.1 InstallFailed
+states 0.118.1
+show_volume
+expect_current 0.118.0
+say "the server offers 0.119.0, two minor versions from the image's 0.117.0: refused before any download"
 offer 0.119.0
 await_status 0.119.0 InstallFailed
-states 0.119.0
-show_volume
 expect_current 0.118.0
 stop_pod
 

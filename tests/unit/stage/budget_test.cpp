@@ -27,6 +27,15 @@ namespace {
 const std::string kBin = "otelcol-contrib";
 constexpr long kBudgetKiB = 64 * 1024;  // the resident budget of the stage, as in docs/stage.md
 
+// Under AddressSanitizer a forked child's peak counts the parent's quarantine (freed memory kept
+// resident, the archives among it) and the shadow: those figures are the sanitizer's, so that
+// build checks the verdicts only. The static stage checks the figures.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kPeakIsOurs = false;
+#else
+constexpr bool kPeakIsOurs = true;
+#endif
+
 // 96 MiB of zeros before the binary: more output than the budget, to fill a decoder's window.
 std::vector<Member> release() {
     return {{"filler", "", Member::Kind::file, "", 96ull << 20}, {kBin, "binary"}};
@@ -225,10 +234,10 @@ void check_window_budget(std::string over, std::string at, const std::string& ru
     auto o = stage_in_child(std::move(over));
     CHECK_FALSE(o.ok);
     CHECK(o.message.find(rule) != std::string::npos);
-    CHECK(o.peak_kib < kBudgetKiB);
+    if (kPeakIsOurs) CHECK(o.peak_kib < kBudgetKiB);
     auto good = stage_in_child(std::move(at));
     CHECK(good.ok);
-    CHECK(good.peak_kib < kBudgetKiB + 80 * 1024);
+    if (kPeakIsOurs) CHECK(good.peak_kib < kBudgetKiB + 80 * 1024);
 }
 
 }  // namespace
@@ -238,7 +247,7 @@ TEST_CASE("stage budget: a zip listing a million entries is refused within the r
     CHECK_FALSE(o.ok);
     CHECK(o.message.find("1000001 entries") != std::string::npos);
     CHECK(o.message.find("max_members") != std::string::npos);
-    CHECK(o.peak_kib < kBudgetKiB);
+    if (kPeakIsOurs) CHECK(o.peak_kib < kBudgetKiB);
 }
 
 TEST_CASE("stage budget: an xz stream declaring a 768 MiB dictionary is refused, 64 MiB is not") {
