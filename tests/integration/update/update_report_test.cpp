@@ -63,11 +63,8 @@ TEST_CASE("update reports: a commit that fails is logged, reported and undone") 
 
 TEST_CASE("update reports: offers refused before any change name their cause") {
     if (!can_run_pid1()) return;
-    Rig rig;
-    rig.configure(rig.release("0.116.0"));
-    Updater u(rig.config());
-    rig.settle(u);
-    const std::string v117 = rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz");
+    Started started;
+    auto& [rig, u, v117] = started;
 
     SUBCASE("a presigned URL that 404s: the status first, never the query string") {
         Offer o{"0.117.0", v117, presigned_query()};

@@ -272,6 +272,19 @@ class Rig : public wired::Rig {
     int offers_ = 0;
 };
 
+// What most cases start from: the image's 0.116.0 active, the updater settled on it, and a
+// 0.117.0 release archive to offer. A case takes it apart: `auto& [rig, u, v117] = started;`.
+struct Started {
+    Started()
+        : u((rig.configure(rig.release("0.116.0")), rig.config())),
+          v117(rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz")) {
+        rig.settle(u);
+    }
+    Rig rig;
+    Updater u;
+    std::string v117;
+};
+
 // The installed state after an install or a refusal: `version` active and intact, nothing left
 // over, readiness back, the supervisor's storage untouched. The outcome is reported before the
 // clean-up that follows it (staging, journal, spool) has run: the oracle is given until then.

@@ -44,11 +44,8 @@ void expect_refused(Rig& rig, const Updater& u, const Offer& o, const std::strin
 
 TEST_CASE("versions: a v-prefixed offer is installed under its canonical name") {
     if (!can_run_pid1()) return;
-    Rig rig;
-    rig.configure(rig.release("0.116.0"));
-    Updater u(rig.config());
-    rig.settle(u);
-    const std::string v117 = rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz");
+    Started started;
+    auto& [rig, u, v117] = started;
 
     Status st = final_status(rig, u, {"v0.117.0", v117});
     CHECK_MESSAGE(st.status == "Installed", st.error << "\nlog:\n" << u.log());
@@ -67,11 +64,8 @@ TEST_CASE("versions: a v-prefixed offer is installed under its canonical name") 
 
 TEST_CASE("versions: a version too long for a directory name is refused before the download") {
     if (!can_run_pid1()) return;
-    Rig rig;
-    rig.configure(rig.release("0.116.0"));
-    Updater u(rig.config());
-    rig.settle(u);
-    const std::string v117 = rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz");
+    Started started;
+    auto& [rig, u, v117] = started;
 
     // 308 characters that parse: a pre-release identifier of 300.
     const std::string long_version = "0.117.0-" + std::string(300, 'a');
@@ -125,11 +119,8 @@ TEST_CASE("versions: a v-prefixed offer cut short by a crash is failed before af
 
 TEST_CASE("versions: build metadata and re-spun bytes of the active version are refused") {
     if (!can_run_pid1()) return;
-    Rig rig;
-    rig.configure(rig.release("0.116.0"));
-    Updater u(rig.config());
-    rig.settle(u);
-    const std::string v117 = rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz");
+    Started started;
+    auto& [rig, u, v117] = started;
     // The same version, rebuilt: other bytes, so another package hash.
     const std::string respun = rig.tar_gz(rig.release("0.117.0", "respun=1"), "respun.tar.gz");
     REQUIRE(rig.sha_of(v117) != rig.sha_of(respun));
