@@ -93,4 +93,11 @@ std::string valid_utf8(std::string_view s, size_t max_bytes) {
     return out;
 }
 
+std::string single_line(std::string s) {
+    for (char& c : s) {
+        if (c == '\n' || c == '\r') c = ' ';
+    }
+    return s;
+}
+
 }  // namespace myr::text

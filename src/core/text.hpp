@@ -22,4 +22,8 @@ bool iequals(std::string_view a, std::string_view b);
 // and ends in "…" (the result is then at most `max_bytes`; `max_bytes` below 3 is taken as 3).
 std::string valid_utf8(std::string_view s, size_t max_bytes = SIZE_MAX);
 
+// `s` with every line break (\n, \r) made a space: a message that must stay one log or protocol
+// line.
+std::string single_line(std::string s);
+
 }  // namespace myr::text

@@ -46,8 +46,8 @@ class StagingRun final : public update::Step {
         stage::ChildRequest r;
         r.archive = archive_;
         r.binary = vol_->binary();
+        r.staging_dir = store::staging_dir_path(*vol_, id_);
         const std::string path = store::staged_binary_path(*vol_, id_);
-        r.staging_dir = path.substr(0, path.size() - r.binary.size() - 1);
         r.limits = limits_;
         step_ = stage::extract_in_child(reaper_, sched_, std::move(r),
                                         [this, path](Result<stage::Extracted> got) {

@@ -22,6 +22,7 @@
 #include "core/fault.hpp"
 #include "core/fd.hpp"
 #include "core/hex.hpp"
+#include "core/text.hpp"
 #include "loop/scheduler.hpp"
 #include "proc/reaper.hpp"
 
@@ -55,16 +56,9 @@ Status set_limits(uint64_t max_file) {
     return set(RLIMIT_FSIZE, static_cast<rlim_t>(max_file), "RLIMIT_FSIZE");
 }
 
-std::string one_line(std::string s) {
-    for (char& c : s) {
-        if (c == '\n' || c == '\r') c = ' ';
-    }
-    return s;
-}
-
 int print_refused(const Error& e) {
     std::printf("refused %d %d %s\n", static_cast<int>(e.code()), e.sys_errno(),
-                one_line(e.message()).c_str());
+                text::single_line(e.message()).c_str());
     return 1;
 }
 
@@ -157,7 +151,7 @@ Result<Extracted> parse_child_output(const std::string& output, const std::strin
     }
     // No result: the child was killed (its CPU limit, our timeout) or crashed (an allocation
     // refused by RLIMIT_AS can end in an abort). The archive is what drove it there.
-    std::string tail = one_line(std::string(last_line(output)));
+    std::string tail = text::single_line(std::string(last_line(output)));
     if (tail.size() > 512) tail = "…" + tail.substr(tail.size() - 512);
     return fail(Errc::invalid,
                 "stage: archive: the extractor ended with " + how_ended +

@@ -153,8 +153,12 @@ Result<Staging> create_staging(const Volume& vol) {
     return st;
 }
 
+std::string staging_dir_path(const Volume& vol, const std::string& id) {
+    return vol.path() + "/.staging/" + id;
+}
+
 std::string staged_binary_path(const Volume& vol, const std::string& id) {
-    return vol.path() + "/.staging/" + id + "/" + vol.binary();
+    return staging_dir_path(vol, id) + "/" + vol.binary();
 }
 
 Status discard_staging(const Volume& vol, const std::string& id) {

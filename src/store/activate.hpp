@@ -35,6 +35,8 @@ struct Staging {
 
 // Creates `.staging/<random id>/` durably. Fault points `store.stage.mkdir.before`/`.after`.
 [[nodiscard]] Result<Staging> create_staging(const Volume& vol);
+// `<installDir>/.staging/<id>`: the directory of one activation in flight.
+std::string staging_dir_path(const Volume& vol, const std::string& id);
 // `<installDir>/.staging/<id>/<binary>`: where the installer extracts to and runs the preflight.
 std::string staged_binary_path(const Volume& vol, const std::string& id);
 // Removes `.staging/<id>` and everything in it. Fault points `store.stage.discard.before`/`.after`.

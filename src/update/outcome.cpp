@@ -5,9 +5,7 @@
 namespace myr::update {
 
 std::string one_line(std::string s) {
-    for (char& c : s) {
-        if (c == '\n' || c == '\r') c = ' ';
-    }
+    s = text::single_line(std::move(s));
     // Cut on a code point boundary, never inside one: the text goes to the server as UTF-8.
     constexpr size_t kMax = 600;
     return text::valid_utf8(s, kMax);
