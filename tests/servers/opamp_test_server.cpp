@@ -178,6 +178,14 @@ json_object* to_json(const AgentToServer& m) {
                                    json_object_new_string(p.server_offered_version.c_str()));
             json_object_object_add(e, "server_offered_hash",
                                    json_object_new_string(hex(p.server_offered_hash).c_str()));
+            if (p.download_details) {
+                json_object_object_add(
+                    e, "download_percent",
+                    json_object_new_double(p.download_details->download_percent));
+                json_object_object_add(
+                    e, "download_bytes_per_second",
+                    json_object_new_double(p.download_details->download_bytes_per_second));
+            }
             json_object_array_add(arr, e);
         }
         json_object_object_add(ps, "packages", arr);
