@@ -10,7 +10,7 @@
 // do), which the agent must not answer. --on N:ACTIONS changes the reply to the N-th AgentToServer
 // (1-based, counted over all connections); --upgrade N:... answers the N-th upgrade request with a
 // non-101 status; --each ACTIONS applies to every other AgentToServer; --commands FILE is polled
-// and each new line's ACTIONS go to the newest connection.
+// and each new line's ACTIONS go to the newest connection (`all:ACTIONS`: to every open one).
 //
 // ACTIONS, joined with '+': full | heartbeat=S | offer=NAME,VERSION,HASH[,TYPE] |
 //   release=FILE (a real offer: see below) | new_uid=UUID |
@@ -761,6 +761,15 @@ void poll_commands(uv_timer_t*) {
         if (line == "quit") {
             uv_stop(g_loop);
             return;
+        }
+        if (line.rfind("all:", 0) == 0) {
+            // Every open connection at once: a fleet offered one release (tests/bench/fleet.sh).
+            std::vector<Conn*> open_now;
+            for (Conn* c : g_conns) {
+                if (c->open()) open_now.push_back(c);
+            }
+            for (Conn* c : open_now) c->act(line.substr(4), c->last_uid);
+            continue;
         }
         if (Conn* c = newest_open()) c->act(line, c->last_uid);
     }
