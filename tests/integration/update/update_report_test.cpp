@@ -159,10 +159,10 @@ TEST_CASE("update reports: a download sends its progress at most every 2 s") {
         CHECK_MESSAGE(*progress[i].percent <= 100.0, seen);
     }
     // At most every 2 s: the first progress report may follow the status change at once, each
-    // later one comes 2 s after the one before it (the server's arrival times, 300 ms allowed
-    // for delivery on a loaded machine).
+    // later one comes 2 s after the one before it (the server's arrival times, 500 ms allowed
+    // for a send delayed on a loaded machine).
     for (size_t i = 2; i < progress.size(); ++i) {
-        CHECK_MESSAGE(progress[i].t_ms - progress[i - 1].t_ms >= 1700, seen);
+        CHECK_MESSAGE(progress[i].t_ms - progress[i - 1].t_ms >= 1500, seen);
     }
     const auto whole =
         static_cast<size_t>(std::chrono::duration_cast<std::chrono::seconds>(took).count());
