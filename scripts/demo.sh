@@ -95,6 +95,7 @@ $(if $signing; then printf '  requireSignature: true\n  trustedRootFile: %s\n  s
     "$pod/sigstore/trusted_root.json" "$sig_subject" "$sig_issuer"
   else printf '  requireSignature: false       # no node here to sign the demo releases\n'; fi)
   allowedDownloadPrefixes: ["$artifacts_url/"]
+  startJitter: 0s               # one pod: no fleet to spread over the window
   healthTimeout: 6s
   healthSuccesses: 2
   healthInterval: 500ms

@@ -42,6 +42,9 @@ struct SignerIdentity {
     friend bool operator==(const SignerIdentity&, const SignerIdentity&) = default;
 };
 
+// update.startJitter's upper bound.
+inline constexpr Duration kMaxStartJitter = std::chrono::hours(1);
+
 struct Update {
     bool require_signature = true;
     std::string trusted_root_file = "/etc/myriarch/trusted_root.json";
@@ -56,6 +59,9 @@ struct Update {
     // The whole download of one offer, retries and backoff included; unset = derived from
     // max_artifact_size (effective_download_timeout).
     std::optional<Duration> download_timeout;
+    // A download starts after a random delay in [0, start_jitter], so that a fleet offered one
+    // release does not reach the artifact server in the same second; zero: at once.
+    Duration start_jitter = std::chrono::seconds(30);
     Duration health_timeout = std::chrono::minutes(2);
     uint32_t health_successes = 3;
     Duration health_interval = std::chrono::seconds(2);

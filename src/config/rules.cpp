@@ -185,6 +185,12 @@ void check_update(const Config& cfg, Context& ctx) {
             "healthInterval (" + format_duration(u.health_interval) +
                 ") must be shorter than healthTimeout (" + format_duration(u.health_timeout) + ")");
     }
+    // The jitter holds every update of the fleet back by up to its length: spreading a rollout
+    // over hours is the server's job (offer it to part of the fleet), not a sleep in each pod.
+    if (u.start_jitter > kMaxStartJitter && !ctx.bad("update.startJitter")) {
+        ctx.at_key("update.startJitter", "must be at most " + format_duration(kMaxStartJitter) +
+                                             ", got " + format_duration(u.start_jitter));
+    }
 }
 
 void check_container(const Config& cfg, Context& ctx) {

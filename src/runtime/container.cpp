@@ -46,6 +46,7 @@ update::Settings update_settings(const config::Config& cfg, const std::string& i
     s.uid = ::getuid();
     s.gid = ::getgid();
     s.stop_timeout = cfg.container->stop_timeout;
+    s.start_jitter = cfg.update.start_jitter;
     return s;
 }
 

@@ -1,13 +1,32 @@
 #include "update/installer.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <memory>
 
 #include "core/hex.hpp"
 #include "core/log.hpp"
+#include "core/random.hpp"
 #include "update/check.hpp"
 #include "update/requests.hpp"
 
 namespace myr::update {
+
+namespace {
+
+// The start jitter's wait as a Step: dropping it (a newer offer, a shutdown) stops the timer.
+struct Wait final : Step {
+    std::unique_ptr<loop::Timer> timer;
+};
+
+// Uniform in [0, window], whole milliseconds.
+Duration draw_delay(Duration window) {
+    if (window.count() <= 0) return Duration{0};
+    const auto ms = static_cast<double>(window.count() + 1) * random_unit();
+    return std::min(window, Duration{static_cast<Duration::rep>(ms)});
+}
+
+}  // namespace
 
 Installer::Installer(loop::Scheduler& sched, Ports ports, Settings settings,
                      std::function<void()> on_report)
@@ -207,12 +226,34 @@ void Installer::check(const Inspection& in) {
     if (v.kind != CheckVerdict::Kind::refused) pkg_->version = v.version;
     switch (v.kind) {
         case CheckVerdict::Kind::proceed:
-            return post(Event::passed);
+            return start_after_jitter();
         case CheckVerdict::Kind::installed:
             return post(Event::installed);
         case CheckVerdict::Kind::refused:
             return fail_with(Failure::policy, std::move(v.text));
     }
+}
+
+// The start jitter (update.startJitter): a fleet offered one release spreads its requests over the
+// window instead of reaching the artifact server in the same second. The wait is the end of
+// Checking, before Downloading writes its journal: a newer offer or a shutdown drops it as it
+// drops a Checking, and a pod killed while it waits leaves nothing for recovery to undo (no
+// "interrupted" install). The server already sees Downloading at 0 %: the offer is accepted and
+// its download is what comes next. Every install waits, also the one after a restart: a fleet
+// restarted at once (a node pool's upgrade) reconnects at once and is a herd again.
+void Installer::start_after_jitter() {
+    const Duration delay = draw_delay(settings_.start_jitter);
+    if (delay.count() == 0) return post(Event::passed);
+    ledger_.restart_progress();
+    status(Code::downloading);
+    log::info("update: download waits for the start jitter",
+              {{"version", pkg_->version},
+               {"delay", format_duration(delay)},
+               {"start_jitter", format_duration(settings_.start_jitter)}});
+    auto wait = std::make_unique<Wait>();
+    wait->timer = sched_.timer();
+    wait->timer->start(delay, bound([this] { post(Event::passed); }));
+    step_ = std::move(wait);
 }
 
 void Installer::download() {

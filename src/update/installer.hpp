@@ -9,6 +9,9 @@
 // ledger.hpp), the Checking rules (a pure verdict, check.hpp), the health rounds
 // (health_rounds.hpp) and the rollback's steps inside rolling_back (rollback.hpp).
 //
+// Checking ends with a random wait of up to update.startJitter (a fleet's requests spread over the
+// window), reported as Downloading at 0 %.
+//
 // Offers during an install: the same offer again is ignored; a different one is remembered
 // (latest wins), cancels the install before the critical section and waits for its end inside it.
 // Shutdown: outside the critical section the install is dropped where it is (the journal, if
@@ -124,6 +127,7 @@ class Installer : public service::CriticalSection {
     // Entry actions with more than one line.
     void rest();
     void check(const Inspection& in);
+    void start_after_jitter();
     void download();
     void verify_artifact();
     void stage();

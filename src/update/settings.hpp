@@ -33,6 +33,9 @@ struct Settings {
     gid_t gid = 0;
     Duration stop_timeout = std::chrono::seconds(30);
     Duration progress_every = std::chrono::seconds(2);
+    // update.startJitter; zero here (the config's default is 30 s) so that a test that is not
+    // about the jitter starts its download at once.
+    Duration start_jitter{0};
 };
 
 }  // namespace myr::update

@@ -26,7 +26,7 @@ own requests (1-based), so one URL scripts a whole sequence of answers. Options,
 
 --stats FILE is rewritten (atomically) after every request with the same JSON as GET /_stats, for
 https servers whose stats a plain client cannot ask for. GET /_stats answers JSON: {"bytes": body bytes sent, "requests": [{"path", "range", "if_range",
-"authorization"}, ...]}. The chosen port is written to the port file once listening.
+"authorization", "host", "t": the wall-clock time it arrived, seconds since the epoch}, ...]}. The chosen port is written to the port file once listening.
 """
 import argparse
 import hashlib
@@ -114,7 +114,7 @@ class Handler(BaseHTTPRequestHandler):
                 "path": self.path, "n": n,
                 "range": self.headers.get("Range"), "if_range": self.headers.get("If-Range"),
                 "authorization": self.headers.get("Authorization"),
-                "host": self.headers.get("Host")})
+                "host": self.headers.get("Host"), "t": time.time()})
         if "status" in opts:
             reason = dict(urllib.parse.parse_qsl(url.query, encoding="latin-1")).get("reason")
             self.head(int(opts["status"]), [("Content-Length", "0")], reason)

@@ -10,7 +10,7 @@
 // do), which the agent must not answer. --on N:ACTIONS changes the reply to the N-th AgentToServer
 // (1-based, counted over all connections); --upgrade N:... answers the N-th upgrade request with a
 // non-101 status; --each ACTIONS applies to every other AgentToServer; --commands FILE is polled
-// and each new line's ACTIONS go to the newest connection.
+// and each new line's ACTIONS go to the newest connection (`all:ACTIONS`: to every open one).
 //
 // ACTIONS, joined with '+': full | heartbeat=S | offer=NAME,VERSION,HASH[,TYPE] |
 //   release=FILE (a real offer: see below) | new_uid=UUID |
@@ -178,6 +178,14 @@ json_object* to_json(const AgentToServer& m) {
                                    json_object_new_string(p.server_offered_version.c_str()));
             json_object_object_add(e, "server_offered_hash",
                                    json_object_new_string(hex(p.server_offered_hash).c_str()));
+            if (p.download_details) {
+                json_object_object_add(
+                    e, "download_percent",
+                    json_object_new_double(p.download_details->download_percent));
+                json_object_object_add(
+                    e, "download_bytes_per_second",
+                    json_object_new_double(p.download_details->download_bytes_per_second));
+            }
             json_object_array_add(arr, e);
         }
         json_object_object_add(ps, "packages", arr);
@@ -753,6 +761,15 @@ void poll_commands(uv_timer_t*) {
         if (line == "quit") {
             uv_stop(g_loop);
             return;
+        }
+        if (line.rfind("all:", 0) == 0) {
+            // Every open connection at once: a fleet offered one release (tests/bench/fleet.sh).
+            std::vector<Conn*> open_now;
+            for (Conn* c : g_conns) {
+                if (c->open()) open_now.push_back(c);
+            }
+            for (Conn* c : open_now) c->act(line.substr(4), c->last_uid);
+            continue;
         }
         if (Conn* c = newest_open()) c->act(line, c->last_uid);
     }

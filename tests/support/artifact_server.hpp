@@ -64,6 +64,18 @@ class ArtifactServer {
         return n;
     }
 
+    // When each request arrived (wall clock, seconds since the epoch), in order.
+    std::vector<double> request_times() const {
+        std::vector<double> out;
+        const std::string s = stats();
+        const std::regex t("\"t\": ([0-9.e+]+)");
+        for (auto it = std::sregex_iterator(s.begin(), s.end(), t); it != std::sregex_iterator();
+             ++it) {
+            out.push_back(std::stod((*it)[1]));
+        }
+        return out;
+    }
+
   private:
     std::string dir_;
     std::optional<Process> proc_;

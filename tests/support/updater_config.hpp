@@ -23,6 +23,8 @@ struct UpdaterConfig {
     std::optional<int> max_minor_skew;
     std::string max_artifact_size;
     std::string download_timeout;
+    // Off, so that every download starts at once; the jitter's own tests set it.
+    std::string start_jitter = "0s";
     std::string health_timeout, health_interval;
     std::optional<int> health_successes;
     // collector

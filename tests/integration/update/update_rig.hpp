@@ -35,6 +35,9 @@ inline std::string joined(const std::vector<std::string>& v) {
 // One PackageStatus as the server recorded it.
 struct Status {
     std::string name, status, has, offered, error;
+    std::optional<double> percent;  // download_details, when sent
+    double bytes_per_second = 0;
+    int64_t t_ms = 0;  // when the server received the message (its own monotonic clock)
 };
 
 // What the server is told to offer: one package, by default the TopLevel `otelcol-contrib`.
@@ -160,8 +163,19 @@ class Rig : public wired::Rig {
             if (arr == nullptr) continue;
             for (size_t k = 0; k < json_object_array_length(arr); ++k) {
                 json_object* p = json_object_array_get_idx(arr, k);
-                out.push_back({str(p, "name"), str(p, "status"), str(p, "agent_has_version"),
-                               str(p, "server_offered_version"), str(p, "error_message")});
+                Status st;
+                st.name = str(p, "name");
+                st.status = str(p, "status");
+                st.has = str(p, "agent_has_version");
+                st.offered = str(p, "server_offered_version");
+                st.error = str(p, "error_message");
+                if (json_object* d = get(p, "download_percent")) {
+                    st.percent = json_object_get_double(d);
+                    st.bytes_per_second =
+                        json_object_get_double(get(p, "download_bytes_per_second"));
+                }
+                st.t_ms = json_object_get_int64(get(all[i].get(), "t_ms"));
+                out.push_back(std::move(st));
             }
         }
         return out;

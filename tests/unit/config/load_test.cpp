@@ -226,6 +226,17 @@ TEST_CASE("config: downloadTimeout is a duration, or derived from maxArtifactSiz
     CHECK(effective_download_timeout(derived.update) == 5min + 1024s);
 }
 
+TEST_CASE("config: startJitter is 30 s by default, 0 turns it off, an hour at most") {
+    const std::string head = "update:\n  requireSignature: false\n  trustedRootFile: \"\"\n";
+    CHECK(expect_ok(head).update.start_jitter == 30s);
+    CHECK(expect_ok(head + "  startJitter: 0\n").update.start_jitter == 0s);
+    CHECK(expect_ok(head + "  startJitter: 0s\n").update.start_jitter == 0s);
+    CHECK(expect_ok(head + "  startJitter: 1h\n").update.start_jitter == 1h);
+    expect_problem("update:\n  startJitter: 61m\n", "update.startJitter",
+                   "must be at most 1h, got 61m");
+    expect_problem("update:\n  startJitter: -1s\n", "update.startJitter", "");
+}
+
 TEST_CASE("config: healthListen \"\" disables the endpoints") {
     Config c = expect_ok(kContainer + "  healthListen: \"\"\n", Mode::container);
     CHECK_FALSE(c.container->health_listen.has_value());
@@ -259,6 +270,7 @@ const KeyCase kKeys[] = {
     {"update", "maxMinorSkew", "expected an integer"},
     {"update", "maxArtifactSize", "expected a size"},
     {"update", "downloadTimeout", "expected a duration"},
+    {"update", "startJitter", "expected a duration"},
     {"update", "healthTimeout", "expected a duration"},
     {"update", "healthSuccesses", "expected an integer"},
     {"update", "healthInterval", "expected a duration"},

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 
 #include "core/hex.hpp"
 #include "fake_ports.hpp"
@@ -906,4 +907,108 @@ TEST_CASE(
     CHECK(rig.top().code == Code::install_failed);
     CHECK(rig.top().offered_hash.empty());
     CHECK(rig.inst->report().all_packages_hash.empty());
+}
+
+namespace {
+
+Settings with_jitter(Duration window) {
+    Settings s = settings();
+    s.start_jitter = window;
+    return s;
+}
+
+// Fake time from the offer to the download's request; nullopt if none came within `limit`.
+std::optional<Duration> time_to_fetch(Rig& rig, Duration limit) {
+    for (Duration t = 0s; t <= limit; t += 100ms) {
+        rig.sched.run_pending();
+        if (rig.traced("fetch:")) return t;
+        rig.sched.advance(100ms);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("installer: a download starts after a random delay within update.startJitter") {
+    Rig rig(with_jitter(20s));
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.sched.run_pending();
+    rig.sched.run_pending();
+    // Waiting: Downloading at 0 % on the server, and nothing journaled (a pod killed while it
+    // waits leaves nothing to undo) unless the draw was shorter than these turns.
+    CHECK(rig.top().code == Code::downloading);
+    CHECK(rig.top().percent == 0.0);
+    CHECK(rig.traced("journal:downloading") == rig.traced("fetch:"));
+    auto t = time_to_fetch(rig, 21s);
+    REQUIRE(t);
+    CHECK(*t <= 20s);
+    CHECK(rig.traced("journal:downloading"));
+    rig.settle();
+    CHECK(rig.top().code == Code::installed);
+}
+
+TEST_CASE("installer: zero startJitter starts the download at once") {
+    Rig rig(with_jitter(0s));
+    rig.inst->offer(offer_of("0.117.0"));
+    auto t = time_to_fetch(rig, 1s);
+    REQUIRE(t);
+    CHECK(*t == 0s);
+}
+
+TEST_CASE("installer: a newer offer or a shutdown during the start jitter drops the wait") {
+    // A window of an hour: the draw is almost surely longer than the few turns below (a draw
+    // under 1 ms, probability 1 in 3.6 million, would start the fetch: then the test says so).
+    Rig rig(with_jitter(1h));
+    rig.inst->offer(offer_of("0.117.0", 'p'));
+    rig.sched.run_pending();
+    rig.sched.run_pending();
+    REQUIRE_MESSAGE(!rig.traced("fetch:"), "the draw was below 1 ms");
+    CHECK(rig.inst->state() == State::checking);
+    rig.inst->offer(offer_of("0.118.0", 'q'));
+    for (int i = 0; i < 10; ++i) rig.sched.run_pending();
+    CHECK(rig.top().offered_version == "0.118.0");
+    CHECK(rig.top().code == Code::downloading);
+    CHECK(rig.count("inspect") == 2);
+    CHECK_FALSE(rig.reported(Code::install_failed));  // superseded, not failed
+    rig.inst->shutdown();
+    rig.sched.run_pending();
+    rig.sched.advance(2h);
+    rig.sched.run_pending();
+    CHECK(rig.inst->state() == State::idle);
+    CHECK_FALSE(rig.traced("fetch:"));
+    CHECK_FALSE(rig.traced("journal:"));
+    // The superseded wait's clean-up records no attempt: nothing was tried.
+    for (const auto& f : rig.volume.finishes) CHECK_FALSE(f.attempt.has_value());
+}
+
+// Issue 23: the figure for a fleet. 100 installers (each its own fake clock, all offered the same
+// release at fake time 0) with a 20 s window: when does each one's request reach the artifact
+// server? The bounds below are far from what uniform draws give (expected 10 per 2 s bucket; a
+// bucket above 30 has a probability near 1e-8, a spread under 10 s near 1e-28), so the test does
+// not flake, yet it fails at once for a fleet that starts together.
+TEST_CASE("installer: 100 installers offered one release spread their downloads over the jitter") {
+    constexpr int kFleet = 100;
+    constexpr Duration kWindow = 20s;
+    std::array<int, 10> buckets{};
+    Duration first = kWindow, last = 0s;
+    for (int i = 0; i < kFleet; ++i) {
+        Rig rig(with_jitter(kWindow));
+        rig.fetcher.answers.hold = true;
+        rig.inst->offer(offer_of("0.117.0"));
+        auto t = time_to_fetch(rig, kWindow + 1s);
+        REQUIRE(t);
+        REQUIRE(*t <= kWindow);
+        first = std::min(first, *t);
+        last = std::max(last, *t);
+        ++buckets[std::min<size_t>(9, static_cast<size_t>(*t / 2s))];
+    }
+    std::string histogram;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+        histogram += std::to_string(2 * b) + "-" + std::to_string(2 * b + 2) +
+                     "s: " + std::to_string(buckets[b]) + "; ";
+    }
+    MESSAGE("first request " << first.count() << " ms, last " << last.count()
+                             << " ms after the offer; by 2 s: " << histogram);
+    CHECK(last - first >= 10s);
+    CHECK(*std::max_element(buckets.begin(), buckets.end()) <= 30);
 }
