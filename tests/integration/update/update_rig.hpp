@@ -108,6 +108,21 @@ class Rig : public wired::Rig {
         REQUIRE_MESSAGE(t.exit_code == 0, "tar: " << t.err);
         return name;
     }
+    // A tar.gz of `binary` with `random_mb` MiB of random bytes beside it: incompressible, so
+    // the archive is that large on the wire (gzip -1 keeps making it quick).
+    std::string tar_gz_padded(const std::string& binary, const std::string& name, int random_mb) {
+        const std::string tree = dir / ("rel/" + name);
+        REQUIRE(run({"mkdir", "-p", tree}).exit_code == 0);
+        REQUIRE(run({"cp", binary, tree + "/otelcol-contrib"}).exit_code == 0);
+        RunResult t = run({"sh", "-c",
+                           "head -c " + std::to_string(random_mb) + "M /dev/urandom >" + tree +
+                               "/padding.bin && tar -C " + tree +
+                               " -cf - otelcol-contrib padding.bin | gzip -1 >" + artifacts + "/" +
+                               name},
+                          120s);
+        REQUIRE_MESSAGE(t.exit_code == 0, "tar: " << t.err);
+        return name;
+    }
     // A hostile (or zip) archive of `binary` made by make_archive.py; its name is `kind`.
     std::string archive(const std::string& kind, const std::string& binary) {
         const std::string name = kind + ".archive";
