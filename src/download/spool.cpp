@@ -6,8 +6,8 @@
 
 #include <mutex>
 #include <optional>
-#include <utility>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "core/fault.hpp"

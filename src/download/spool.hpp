@@ -78,6 +78,9 @@ class SpoolFile {
     // kSyncEvery bytes the part is fsynced and the meta records the new size (fault points
     // `download.sync.before`, `download.sync.after`).
     [[nodiscard]] Status append(std::string_view data);
+    // fsync the part, then record its size and validator in the meta: a later open trusts the
+    // part up to here. append() calls it every kSyncEvery bytes; a no-op without a validator.
+    [[nodiscard]] Status sync();
     // Drops the bytes kept so far and the validator: the next append starts the file anew.
     [[nodiscard]] Status truncate();
     // Stores the validator the bytes from here on are served under ("" removes it).
@@ -98,8 +101,6 @@ class SpoolFile {
     // How much of a kept part of `size` bytes can be trusted, and under which validator: the
     // synced size its meta names (0 without a readable meta, or when the part is shorter).
     uint64_t trusted_prefix(uint64_t size);
-    // fsync the part, then record its size and validator in the meta.
-    [[nodiscard]] Status sync();
     [[nodiscard]] Status write_meta();
 
     std::string dir_path_;

@@ -176,8 +176,8 @@ CheckVerdict check_offer(const OfferedPackage& pkg, const Inspection& in, const 
     // same offer goes on, from the kept download (docs/download.md, "Resume").
     const std::optional<Attempt>& last = in.last_attempt;
     if (last && last->outcome != Outcome::installed && last->outcome != Outcome::interrupted &&
-        !last->package_hash_hex.empty() &&
-        last->package_hash_hex == hex::encode(pkg.hash) && same_version(last->version, canon)) {
+        !last->package_hash_hex.empty() && last->package_hash_hex == hex::encode(pkg.hash) &&
+        same_version(last->version, canon)) {
         return refuse(Rule::failed_before,
                       "failed before, not tried again until the offer changes: " + last->reason);
     }

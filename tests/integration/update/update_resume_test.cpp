@@ -81,8 +81,8 @@ struct Interrupted {
 // The restart given the same offer: the download resumes from the kept bytes and installs.
 void resumes(Interrupted& in) {
     Rig& rig = in.rig;
-    REQUIRE_MESSAGE(exists(in.part), "the part was not kept at start: "
-                                         << joined(list_dir(rig.spool())));
+    REQUIRE_MESSAGE(exists(in.part),
+                    "the part was not kept at start: " << joined(list_dir(rig.spool())));
     size_t from = rig.mark();
     Updater u(rig.config());
     rig.await_start(u, from);
@@ -96,7 +96,8 @@ void resumes(Interrupted& in) {
     REQUIRE_MESSAGE(r.size() >= 2, "requests: " << joined(r));
     const std::string first_after = r[1];
     MESSAGE("requests: " << joined(r));
-    REQUIRE_MESSAGE(first_after.rfind("bytes=", 0) == 0, "no Range after the restart: " << joined(r));
+    REQUIRE_MESSAGE(first_after.rfind("bytes=", 0) == 0,
+                    "no Range after the restart: " << joined(r));
     const uint64_t offset = std::stoull(first_after.substr(6));
     // From the synced part: at most what the part held, at most one sync interval less.
     CHECK(offset <= in.at_stop);
