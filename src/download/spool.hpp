@@ -16,10 +16,10 @@
 // meta starts from zero. The spool survives restarts (tidy_spool); what belongs to another offer
 // goes at the next download (SpoolFile::open) or at the end of the next install (clear_spool).
 //
-// Leftovers that cannot be removed are named in the log once
-// per process and left; they never stop a download, an install or a start. Everything here blocks
-// (file I/O, re-hashing a kept part); the downloader calls it from the work queue, one call at a
-// time per file, never on the loop.
+// Leftovers that cannot be removed are named in the log once per process and left; they never
+// stop a download, an install or a start. Everything here blocks (file I/O, re-hashing a kept
+// part); the downloader calls it from the work queue, one call at a time per file, never on the
+// loop.
 #pragma once
 
 #include <cstdint>
