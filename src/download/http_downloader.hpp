@@ -1,7 +1,8 @@
 // The real Downloader: HTTP(S) over net::HttpClient into the spool (docs/download.md).
 //
 // One offer, one Transfer:
-//   prepare (work queue: open the spool, drop other offers' files, re-hash a kept part)
+//   prepare (work queue: open the spool, drop other offers' files, cut a kept part back to its
+//            last sync and re-hash it)
 //   → request (Range/If-Range when a part and its validator are kept)
 //   → head: 3xx → policy check of the target → request again (at most 3 redirects)
 //           200 → (after a Range: start from zero) / 206 at the right offset → body

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <mutex>
+#include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "core/fault.hpp"
@@ -20,13 +22,51 @@ namespace {
 
 // Re-reading a kept part goes through one buffer of this size, whatever the part's size.
 constexpr size_t kReadChunk = 256u << 10;
-constexpr size_t kMaxValidator = 4096;
+constexpr size_t kMaxMeta = 4096 + 64;
 
 std::string part_name(const std::string& hex) {
     return hex + ".part";
 }
 std::string meta_name(const std::string& hex) {
     return hex + ".part.meta";
+}
+
+// The meta's text: two lines, `synced=<bytes>` and `validator=<ETag or Last-Modified>` (a header
+// value, so never a line break). Anything else, such as the validator alone that older builds
+// wrote, is unreadable: the part then starts from zero.
+std::string meta_text(uint64_t synced, const std::string& validator) {
+    return "synced=" + std::to_string(synced) + "\nvalidator=" + validator + "\n";
+}
+struct Meta {
+    uint64_t synced = 0;
+    std::string validator;
+};
+std::optional<Meta> parse_meta(const std::string& text) {
+    const size_t nl = text.find('\n');
+    if (text.rfind("synced=", 0) != 0 || nl == std::string::npos || text.back() != '\n') {
+        return std::nullopt;
+    }
+    const std::string digits = text.substr(7, nl - 7);
+    const std::string rest = text.substr(nl + 1, text.size() - nl - 2);
+    if (digits.empty() || digits.size() > 19 ||
+        digits.find_first_not_of("0123456789") != std::string::npos ||
+        rest.rfind("validator=", 0) != 0 || rest.find('\n') != std::string::npos) {
+        return std::nullopt;
+    }
+    return Meta{std::stoull(digits), rest.substr(10)};
+}
+
+// Whether `name` is one a download resumes from or installs: `<hex>`, `<hex>.part`,
+// `<hex>.part.meta`.
+bool resumable_name(const std::string& name) {
+    std::string_view n(name);
+    for (std::string_view suffix : {".part.meta", ".part"}) {
+        if (n.size() > suffix.size() && n.substr(n.size() - suffix.size()) == suffix) {
+            n.remove_suffix(suffix.size());
+            break;
+        }
+    }
+    return valid_content_hash(n);
 }
 
 // Leftovers that cannot be removed are met again at every sweep (each download, each install's
@@ -87,7 +127,12 @@ bool valid_content_hash(std::string_view hex) {
     return true;
 }
 
-Result<int> clear_spool(const statedir::StateDir& state) {
+namespace {
+
+// Removes the spool's entries that `keep` does not want (what cannot be removed is logged and
+// left); a spool that is not a directory goes whole.
+template <class Keep>
+Result<int> sweep_spool(const statedir::StateDir& state, const Keep& keep) {
     const char* spool = statedir::entry::spool;
     auto st = fsx::stat_at(state.fd(), spool);
     if (!st) return st.fail("spool");
@@ -102,6 +147,7 @@ Result<int> clear_spool(const statedir::StateDir& state) {
     if (!names) return names.fail("list spool");
     int removed = 0;
     for (const std::string& n : *names) {
+        if (keep(n)) continue;
         MYR_TRY(fault::point("recover.spool.before"), "recover");
         // As for .staging: a download that cannot be removed must not stop the start.
         if (!remove_leftover(dir->get(), n)) continue;
@@ -110,6 +156,16 @@ Result<int> clear_spool(const statedir::StateDir& state) {
     }
     if (removed > 0) MYR_TRY(fsx::fsync_dir(dir->get()), "sync spool");
     return removed;
+}
+
+}  // namespace
+
+Result<int> clear_spool(const statedir::StateDir& state) {
+    return sweep_spool(state, [](const std::string&) { return false; });
+}
+
+Result<int> tidy_spool(const statedir::StateDir& state) {
+    return sweep_spool(state, resumable_name);
 }
 
 SpoolFile::~SpoolFile() = default;
@@ -189,16 +245,32 @@ Status SpoolFile::open_part() {
     if (fstat(fd, &st) != 0) return fail_errno("stat");
     if (!S_ISREG(st.st_mode)) return fail(Errc::invalid, "not a regular file");
     if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) return fail_errno("open");
-    auto kept = rehash(fd, hasher_);
-    if (!kept) return kept.fail("re-read");
-    size_ = *kept;
-    if (size_ > 0) {
-        auto v = fsx::read_file_at(dir_.get(), meta_name(base_), kMaxValidator);
-        if (v) validator_ = *v;
-    } else {
+    const auto on_disk = static_cast<uint64_t>(st.st_size);
+    const uint64_t trusted = trusted_prefix(on_disk);
+    if (trusted < on_disk) {
+        // The tail after the last sync may not be what was written (power loss): not resumed.
+        if (ftruncate(fd, static_cast<off_t>(trusted)) != 0) {
+            return fail_errno("cut back to " + std::to_string(trusted) + " bytes");
+        }
+        log::info("spool: kept part cut back to its last sync",
+                  {{"path", dir_path_ + "/" + part}, {"bytes", on_disk}, {"kept", trusted}});
+    }
+    if (trusted == 0) {
+        validator_.clear();
         MYR_TRY(fsx::unlink_at(dir_.get(), meta_name(base_)), "remove " + meta_name(base_));
     }
+    auto kept = rehash(fd, hasher_);
+    if (!kept) return kept.fail("re-read");
+    size_ = synced_ = *kept;
     return {};
+}
+
+uint64_t SpoolFile::trusted_prefix(uint64_t size) {
+    auto text = fsx::read_file_at(dir_.get(), meta_name(base_), kMaxMeta);
+    auto meta = text ? parse_meta(*text) : std::nullopt;
+    if (!meta || meta->validator.empty() || meta->synced > size) return 0;
+    validator_ = meta->validator;
+    return meta->synced;
 }
 
 Status SpoolFile::open_fresh() {
@@ -234,6 +306,32 @@ Status SpoolFile::append(std::string_view data) {
     }
     hasher_.update(data);
     size_ += data.size();
+    if (size_ - synced_ >= kSyncEvery) {
+        MYR_TRY(sync(), "sync " + dir_path_ + "/" + part_name(base_));
+    }
+    return {};
+}
+
+Status SpoolFile::sync() {
+    // Without a validator nothing can resume from the part: no sync is worth its cost.
+    if (validator_.empty()) return {};
+    MYR_TRY(fault::point("download.sync.before"), "sync");
+    if (fsync(fd_.get()) != 0) return fail_errno("fsync");
+    // Only now may the meta name these bytes: they are on the disk.
+    const uint64_t was = synced_;
+    synced_ = size_;
+    if (auto st = write_meta(); !st) {
+        synced_ = was;
+        return st;
+    }
+    MYR_TRY(fault::point("download.sync.after"), "sync");
+    return {};
+}
+
+Status SpoolFile::write_meta() {
+    const std::string name = meta_name(base_);
+    MYR_TRY(fsx::write_file_atomic(dir_.get(), name, meta_text(synced_, validator_), 0600),
+            "write " + dir_path_ + "/" + name);
     return {};
 }
 
@@ -241,7 +339,7 @@ Status SpoolFile::truncate() {
     if (ftruncate(fd_.get(), 0) != 0) {
         return fail_errno("truncate " + dir_path_ + "/" + part_name(base_));
     }
-    size_ = 0;
+    size_ = synced_ = 0;
     hasher_ = hash::Sha256();
     return set_validator("");
 }
@@ -251,11 +349,14 @@ Status SpoolFile::set_validator(const std::string& validator) {
     const std::string name = meta_name(base_);
     if (validator.empty()) {
         MYR_TRY(fsx::unlink_at(dir_.get(), name), "remove " + dir_path_ + "/" + name);
-    } else {
-        MYR_TRY(fsx::write_file_atomic(dir_.get(), name, validator, 0600),
-                "write " + dir_path_ + "/" + name);
+        validator_.clear();
+        return {};
     }
-    validator_ = validator;
+    std::string was = std::exchange(validator_, validator);
+    if (auto st = write_meta(); !st) {
+        validator_ = std::move(was);
+        return st;
+    }
     return {};
 }
 

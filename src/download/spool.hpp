@@ -1,15 +1,25 @@
 // The spool: `stateDir/spool/` holds at most the artifact being downloaded, as
 //   <hex>.part        the bytes so far (created O_EXCL, 0600, through the spool directory's fd)
-//   <hex>.part.meta   the validator (ETag or Last-Modified) those bytes were served under, so a
-//                     resume can ask with If-Range for exactly that version
+//   <hex>.part.meta   how many bytes of the part were fsynced, and the validator (ETag or
+//                     Last-Modified) they were served under, so that a resume asks with If-Range
+//                     for exactly that version; written atomically (fsx::write_file_atomic)
 //   <hex>             the complete file, fsynced and renamed from the .part
 // where <hex> is the offer's content hash. When an entry that cannot be removed holds one of
 // these names (a leftover someone made immutable, a directory of that name), the download goes
 // to `<hex>-<16 random hex>.part` instead, created O_EXCL 0600, renamed to `<hex>-<random>`: it
-// cannot resume, but it can finish. Leftovers that cannot be removed are named in the log once
-// per process and left; they never stop a download, an install or a start. Everything here blocks
-// (file I/O, re-hashing a kept part); the downloader calls it from the work queue, one call at a
-// time per file, never on the loop.
+// cannot resume, but it can finish.
+//
+// Durability (docs/download.md, "Resume"): the part is fsynced every kSyncEvery bytes and only
+// then is the meta rewritten with the new synced size, so the meta never names bytes the disk may
+// not hold. A kept part is cut back to the meta's size before it is re-hashed: after a power loss
+// its tail may hold what the disk never got (zeros, or nothing), and a part without a readable
+// meta starts from zero. The spool survives restarts (tidy_spool); what belongs to another offer
+// goes at the next download (SpoolFile::open) or at the end of the next install (clear_spool).
+//
+// Leftovers that cannot be removed are named in the log once per process and left; they never
+// stop a download, an install or a start. Everything here blocks (file I/O, re-hashing a kept
+// part); the downloader calls it from the work queue, one call at a time per file, never on the
+// loop.
 #pragma once
 
 #include <cstdint>
@@ -29,12 +39,22 @@ namespace myr::download {
 // Whether `hex` can name a spool file: 64 lower-case hex digits (a SHA-256).
 bool valid_content_hash(std::string_view hex);
 
-// Empties the spool (what cannot be removed is logged and left). Downloads of an interrupted
-// update are discarded with it at every start (journal::recover calls it), and the installer
-// empties it after each install: the spool holds only the artifact of the install in progress.
+// Bytes appended between two syncs of a part (and rewrites of its meta): what a power loss costs
+// a resume at most.
+inline constexpr uint64_t kSyncEvery = 4u << 20;
+
+// Empties the spool (what cannot be removed is logged and left): the installer calls it at the
+// end of each install, so that the spool holds only the artifact of the install in progress.
 // Returns how many entries were removed. Fault points `recover.spool.before`/`.after` (their
 // names are the crash matrix's, from when recovery owned this).
 [[nodiscard]] Result<int> clear_spool(const statedir::StateDir& state);
+
+// At start (journal::recover): keeps what a download can resume from or install (`<hex>`,
+// `<hex>.part`, `<hex>.part.meta`) and removes everything else (temp files of a meta write cut
+// short, foreign entries). Which offer the kept files belong to is not known yet: the next
+// download of another hash, or the end of the next install, removes them. Same fault points and
+// count as clear_spool.
+[[nodiscard]] Result<int> tidy_spool(const statedir::StateDir& state);
 
 class SpoolFile {
   public:
@@ -54,8 +74,13 @@ class SpoolFile {
     // The validator stored with the part ("" = none).
     const std::string& validator() const { return validator_; }
 
-    // Appends to the part and to its hash (fault point `download.write`, each call).
+    // Appends to the part and to its hash (fault point `download.write`, each call); every
+    // kSyncEvery bytes the part is fsynced and the meta records the new size (fault points
+    // `download.sync.before`, `download.sync.after`).
     [[nodiscard]] Status append(std::string_view data);
+    // fsync the part, then record its size and validator in the meta: a later open trusts the
+    // part up to here. append() calls it every kSyncEvery bytes; a no-op without a validator.
+    [[nodiscard]] Status sync();
     // Drops the bytes kept so far and the validator: the next append starts the file anew.
     [[nodiscard]] Status truncate();
     // Stores the validator the bytes from here on are served under ("" removes it).
@@ -73,6 +98,10 @@ class SpoolFile {
     [[nodiscard]] Status open_part();
     // Creates a part under a fresh unique name (own names blocked).
     [[nodiscard]] Status open_fresh();
+    // How much of a kept part of `size` bytes can be trusted, and under which validator: the
+    // synced size its meta names (0 without a readable meta, or when the part is shorter).
+    uint64_t trusted_prefix(uint64_t size);
+    [[nodiscard]] Status write_meta();
 
     std::string dir_path_;
     std::string hex_;
@@ -80,6 +109,7 @@ class SpoolFile {
     UniqueFd dir_;
     UniqueFd fd_;
     uint64_t size_ = 0;
+    uint64_t synced_ = 0;  // the size the meta names: fsynced before the meta was written
     hash::Sha256 hasher_;
     std::string validator_;
     std::optional<Artifact> complete_;

@@ -150,9 +150,9 @@ Result<Recovery> recover(const store::Volume& vol, Journal& journal,
     auto temps = sweep_temps(vol, journal);
     if (!temps) return temps.fail("recover");
     out.temp_removed = *temps;
-    // At every start, not only after an interrupted update: a crash after an install's commit
-    // (journal already cleared) can leave the downloaded artifact behind, and no download runs
-    // before recovery, so nothing in the spool is in use.
+    // At every start, not only after an interrupted update (no download runs before recovery,
+    // so nothing in the spool is in use). A download's part and meta stay for the same offer to
+    // resume; the next download of another hash or the end of the next install removes them.
     auto spool = clear_spool();
     if (!spool) return spool.fail("recover");
     out.spool_removed = *spool;

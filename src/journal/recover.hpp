@@ -26,14 +26,15 @@ struct Recovery {
     int spool_removed = 0;            // spool entries removed
 };
 
-// Empties the downloader's spool and returns how many entries went (download::clear_spool in the
-// product). The downloader owns the spool; recovery only decides when it is emptied.
+// Tidies the downloader's spool and returns how many entries went (download::tidy_spool in the
+// product: what a download can resume from is kept). The downloader owns the spool and its rule;
+// recovery only decides when it runs.
 using ClearSpool = std::function<Result<int>()>;
 
 // Puts the volume back in a known state after an interrupted operation, idempotently: a crash
 // during recovery is recovered by the next start (the journal is removed last). Always removes
 // leftovers in .staging/ and temp files (`.<name>.tmp-XXXXXX`) in the install directory, its
-// version directories and the state directory, and empties the spool (`clear_spool`): no
+// version directories and the state directory, and tidies the spool (`clear_spool`): no
 // download runs before recovery, so nothing there is in use. Logs what it did, in one line. Fault
 // points `recover.*` via the store and journal points it uses.
 [[nodiscard]] Result<Recovery> recover(const store::Volume& vol, Journal& journal,

@@ -23,7 +23,7 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
                                                           journal::Journal(*state), std::nullopt,
                                                           std::nullopt, std::move(*lock)});
     auto rec = journal::recover(opened->store, opened->journal,
-                                [&state = opened->state] { return download::clear_spool(state); });
+                                [&state = opened->state] { return download::tidy_spool(state); });
     if (!rec) return rec.fail("recovery");
     // An update that recovery undid is the last attempt's outcome; losing that record costs only
     // the "failed before" rule, so it does not stop the start.

@@ -172,9 +172,12 @@ CheckVerdict check_offer(const OfferedPackage& pkg, const Inspection& in, const 
     }
     if (auto v = against_active(canon, pkg, in, policy)) return *v;
     if (auto v = against_supervisor(offered, policy)) return *v;
+    // An install that a restart cut short (`interrupted`) says nothing against the package: the
+    // same offer goes on, from the kept download (docs/download.md, "Resume").
     const std::optional<Attempt>& last = in.last_attempt;
-    if (last && last->outcome != Outcome::installed && !last->package_hash_hex.empty() &&
-        last->package_hash_hex == hex::encode(pkg.hash) && same_version(last->version, canon)) {
+    if (last && last->outcome != Outcome::installed && last->outcome != Outcome::interrupted &&
+        !last->package_hash_hex.empty() && last->package_hash_hex == hex::encode(pkg.hash) &&
+        same_version(last->version, canon)) {
         return refuse(Rule::failed_before,
                       "failed before, not tried again until the offer changes: " + last->reason);
     }

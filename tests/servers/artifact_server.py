@@ -18,6 +18,7 @@ own requests (1-based), so one URL scripts a whole sequence of answers. Options,
   hugelen        Content-Length: 10^15 (then the real body)
   drip=N         the first N body bytes one per second, then the rest
   change=K       from request K on, serve D/<name>.v2 (another ETag)
+  rate=B         send the body at about B bytes per second (a slow edge link)
   noetag         neither ETag nor Last-Modified
   weak           a weak ETag (W/"...") and Last-Modified
   status=CODE    answer CODE with an empty body
@@ -175,11 +176,19 @@ class Handler(BaseHTTPRequestHandler):
             limit = min(limit, cuts[n - 1])
         stall_at = length // 2 if ("stall" in opts and n == 1) else -1
         drip = int(opts.get("drip", "0"))
+        rate = int(opts.get("rate", "0"))
+        began = time.monotonic()
         sent = 0
         with open(path, "rb") as f:
             f.seek(start)
             while sent < limit:
                 step = ARGS.chunk
+                if rate > 0:
+                    # Paced against the start of the answer, so that a slow write is caught up.
+                    step = min(step, max(1, rate // 20))
+                    ahead = began + sent / rate - time.monotonic()
+                    if ahead > 0:
+                        time.sleep(ahead)
                 if sent < drip:
                     step = 1
                 if stall_at >= 0 and sent < stall_at:

@@ -111,6 +111,21 @@ class Rig : public wired::Rig {
         REQUIRE_MESSAGE(t.exit_code == 0, "tar: " << t.err);
         return name;
     }
+    // A tar.gz of `binary` with `random_mb` MiB of random bytes beside it: incompressible, so
+    // the archive is that large on the wire (gzip -1 keeps making it quick).
+    std::string tar_gz_padded(const std::string& binary, const std::string& name, int random_mb) {
+        const std::string tree = dir / ("rel/" + name);
+        REQUIRE(run({"mkdir", "-p", tree}).exit_code == 0);
+        REQUIRE(run({"cp", binary, tree + "/otelcol-contrib"}).exit_code == 0);
+        RunResult t =
+            run({"sh", "-c",
+                 "head -c " + std::to_string(random_mb) + "M /dev/urandom >" + tree +
+                     "/padding.bin && tar -C " + tree +
+                     " -cf - otelcol-contrib padding.bin | gzip -1 >" + artifacts + "/" + name},
+                120s);
+        REQUIRE_MESSAGE(t.exit_code == 0, "tar: " << t.err);
+        return name;
+    }
     // A hostile (or zip) archive of `binary` made by make_archive.py; its name is `kind`.
     std::string archive(const std::string& kind, const std::string& binary) {
         const std::string name = kind + ".archive";
@@ -302,14 +317,24 @@ struct Started {
 // The installed state after an install or a refusal: `version` active and intact, nothing left
 // over, readiness back, the supervisor's storage untouched. The outcome is reported before the
 // clean-up that follows it (staging, journal, spool) has run: the oracle is given until then.
-inline void check_settled(const Rig& rig, const std::string& version) {
+// `kept`: the content hash of an offer cut short by a restart, whose download the spool keeps
+// for that offer to resume (`<hex>`, `<hex>.part`, `<hex>.part.meta`; docs/download.md).
+inline void check_settled(const Rig& rig, const std::string& version,
+                          const std::string& kept = "") {
     std::vector<std::string> v;
     wait_until([&] { return (v = rig.violations(version)).empty(); }, 10s, 50ms);
     CHECK_MESSAGE(v.empty(), joined(v));
     CHECK(wait_until([&] { return rig.probe("/readyz") == 200; }, 20s, 50ms));
     CHECK(rig.storage_unchanged());
-    CHECK_MESSAGE(wait_until([&] { return list_dir(rig.spool()).empty(); }, 10s, 50ms),
-                  "spool: " << joined(list_dir(rig.spool())));
+    auto only_kept = [&] {
+        for (const std::string& n : list_dir(rig.spool())) {
+            if (kept.empty() || (n != kept && n != kept + ".part" && n != kept + ".part.meta")) {
+                return false;
+            }
+        }
+        return true;
+    };
+    CHECK_MESSAGE(wait_until(only_kept, 10s, 50ms), "spool: " << joined(list_dir(rig.spool())));
 }
 
 }  // namespace myr::test::upd

@@ -539,10 +539,11 @@ TEST_CASE("update: TERM during an install") {
             CHECK(rig.current() == "versions/0.116.0");
             CHECK(!exists(rig.install + "/versions/0.117.0"));
         }
-        // The next start cleans what the dropped install left (its journal, the spool).
+        // The next start cleans what the dropped install left (its journal), keeping only its
+        // download for the same offer to resume.
         Updater u(rig.config());
         rig.settle(u);
-        check_settled(rig, "0.116.0");
+        check_settled(rig, "0.116.0", rig.sha_of(v117));
         CHECK(read_file(rig.state + "/last-attempt.json").find("interrupted") != std::string::npos);
         CHECK(u.stop() == 0);
     }

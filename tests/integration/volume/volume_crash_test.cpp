@@ -342,7 +342,7 @@ void interrupted_update(Volume& v, Releases& r) {
                journal_text("update", "health-checking", "0.116.0", "0.117.0"), 0600);
 }
 
-// Everything recovery of an interrupted update removes: downloads in the spool, temp files the
+// Everything recovery of an interrupted update removes: foreign files in the spool, temp files the
 // fsx helpers leave (`.<name>.tmp-XXXXXX`) in each directory they write, a half-filled staging
 // directory, and links into the supervisor storage among them.
 void plant_leftovers(Volume& v) {

@@ -329,8 +329,9 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (a.op == "recover" || a.op == "start") {
-        // The downloader owns the spool; recovery empties it as the product's start does.
-        auto r = journal::recover(*vol, *j, [&] { return download::clear_spool(*state); });
+        // The downloader owns the spool; recovery tidies it as the product's start does (a
+        // download's own `<hex>` files stay for a resume; the leftovers planted here all go).
+        auto r = journal::recover(*vol, *j, [&] { return download::tidy_spool(*state); });
         if (!r) die(r.error().message());
         json_object* o = json_object_new_object();
         json_object_object_add(o, "recovery", recovery_json(*r));

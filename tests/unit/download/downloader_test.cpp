@@ -116,6 +116,7 @@ TEST_CASE("spool: a new offer removes other files, creates its part 0600, keeps 
         CHECK((st.st_mode & 0777) == 0600);
         REQUIRE((*f)->append(data.substr(0, 10)).ok());
         REQUIRE((*f)->set_validator("\"v1\"").ok());
+        REQUIRE((*f)->sync().ok());
     }
     // Reopened: the kept part is re-hashed, its validator read back, and the hash covers it all.
     auto g = SpoolFile::open(open_state(state), hex);
@@ -135,6 +136,60 @@ TEST_CASE("spool: a new offer removes other files, creates its part 0600, keeps 
     REQUIRE(again.ok());
     REQUIRE((*again)->complete());
     CHECK((*again)->complete()->sha256_hex == hex);
+}
+
+TEST_CASE("spool: a kept part is trusted up to its last sync only; an old meta starts anew") {
+    test::TempDir state;
+    const std::string data = "0123456789abcdef";
+    const std::string hex = hex_of(data);
+    const std::string part = state / "spool/" + hex + ".part";
+    {
+        auto f = SpoolFile::open(open_state(state), hex);
+        REQUIRE(f.ok());
+        REQUIRE((*f)->set_validator("\"v1\"").ok());
+        REQUIRE((*f)->append(data.substr(0, 6)).ok());
+        REQUIRE((*f)->sync().ok());
+        REQUIRE((*f)->append(data.substr(6, 4)).ok());
+    }
+    CHECK(test::read_file(part + ".meta") == "synced=6\nvalidator=\"v1\"\n");
+    // What a power loss may leave after the sync: bytes that were never the artifact's.
+    test::write_file(part, data.substr(0, 6) + "XXXXXXXX", 0600);
+    {
+        auto g = SpoolFile::open(open_state(state), hex);
+        REQUIRE(g.ok());
+        CHECK((*g)->size() == 6);
+        CHECK((*g)->validator() == "\"v1\"");
+        REQUIRE((*g)->append(data.substr(6)).ok());
+        auto art = (*g)->commit();
+        REQUIRE(art.ok());
+        CHECK(art->sha256_hex == hex);
+    }
+    // A meta an older build wrote (the validator alone) says nothing about what was synced.
+    test::remove_tree(state / "spool");
+    ::mkdir((state / "spool").c_str(), 0755);
+    test::write_file(part, data.substr(0, 6), 0600);
+    test::write_file(part + ".meta", "\"v1\"", 0600);
+    auto h = SpoolFile::open(open_state(state), hex);
+    REQUIRE(h.ok());
+    CHECK((*h)->size() == 0);
+    CHECK((*h)->validator().empty());
+    CHECK(!test::exists(part + ".meta"));
+}
+
+TEST_CASE("spool: at start the download's files stay, everything else goes") {
+    test::TempDir state;
+    const std::string hex = hex_of("x");
+    ::mkdir((state / "spool").c_str(), 0755);
+    for (const std::string n :
+         {hex, hex + ".part", hex + ".part.meta", std::string("old"),
+          "." + hex + ".part.meta.tmp-abcdef", hex + "-0123456789abcdef.part"}) {
+        test::write_file(state / "spool/" + n, "x");
+    }
+    auto tidied = tidy_spool(open_state(state));
+    REQUIRE(tidied.ok());
+    CHECK(*tidied == 3);
+    CHECK(test::list_dir(state / "spool") ==
+          std::vector<std::string>{hex, hex + ".part", hex + ".part.meta"});
 }
 
 TEST_CASE("spool: a damaged complete file is dropped; truncate restarts the hash") {

@@ -83,6 +83,8 @@ const Case kCases[] = {
      .text = "failed before, not tried again until the offer changes: signature: bad"},
     {.name = "installed before is no reason to refuse",
      .last = last_attempt(Outcome::installed, "0.117.0")},
+    {.name = "the same offer interrupted by a restart goes on (it resumes its download)",
+     .last = last_attempt(Outcome::interrupted, "0.117.0")},
     {.name = "another package hash failed before",
      .last = last_attempt(Outcome::failed, "0.117.0", std::string(32, 'q'))},
     {.name = "another version failed before", .last = last_attempt(Outcome::failed, "0.118.0")},
@@ -111,7 +113,7 @@ const Case kCases[] = {
      .rule = Rule::failed_before,
      .text = "failed before, not tried again until the offer changes: signature: bad"},
     {.name = "failed before, stored by an older build as v0.117.0",
-     .last = last_attempt(Outcome::interrupted, "v0.117.0"), .kind = Kind::refused,
+     .last = last_attempt(Outcome::failed, "v0.117.0"), .kind = Kind::refused,
      .rule = Rule::failed_before,
      .text = "failed before, not tried again until the offer changes: signature: bad"},
     // Rebuilds of the active version.
