@@ -139,3 +139,22 @@ TEST_CASE("room: a spool that fills during the download leaves the active versio
     MESSAGE("failed while downloading: " << st->error);
     check_transient(rig, *t.u, *st, [&] { REQUIRE(run({"rm", "-f", filler}).exit_code == 0); });
 }
+
+TEST_CASE("room: a Content-Length the spool has no room for is refused before the body") {
+    if (!can_run_pid1()) return;
+    if (::geteuid() != 0) MYR_SKIP("mounting a tmpfs needs root");
+    // stateDir on its own volume, filled but for 96 KiB; the archive is about 180 KB.
+    OnTmpfs t(false, "2m");
+    if (!t.fs.mounted) MYR_SKIP("cannot mount a tmpfs");
+    Rig& rig = t.rig;
+    const std::string v117 = rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz");
+    const std::string filler = rig.state + "/filler";
+    run({"dd", "if=/dev/zero", "of=" + filler, "bs=64k", "count=100"});
+    REQUIRE(run({"truncate", "-s", "-96K", filler}).exit_code == 0);
+
+    Status st = final_status(rig, *t.u, {"0.117.0", v117});
+    const std::string want = "download: not enough space on " + rig.state + "/spool: need ";
+    CHECK_MESSAGE(st.error.rfind(want, 0) == 0, st.error << "\nlog:\n" << t.u->log());
+    MESSAGE("refused at the response: " << st.error);
+    check_transient(rig, *t.u, st, [&] { REQUIRE(run({"rm", "-f", filler}).exit_code == 0); });
+}
