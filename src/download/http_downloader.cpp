@@ -354,7 +354,7 @@ void HttpDownloader::Transfer::send(std::shared_ptr<net::TlsConfig> tls) {
 // Room first, from the response's Content-Length, before a byte of the body is written: the body
 // plus what the install still needs on the same filesystem (Request::reserve) against the spool's
 // room (a part that a 200 replaces is counted as free). The error carries ENOSPC, as the write
-// that would have failed: the installer counts it transient, and the part is kept.
+// that would have failed: the installer counts it transient, and the part is removed.
 Status HttpDownloader::Transfer::room_for(uint64_t body) const {
     auto sp = file_->space();
     if (!sp) return {};  // unknown: the writes will tell
@@ -529,7 +529,9 @@ void HttpDownloader::Transfer::on_response(Result<net::HttpResponse> r) {
         outcome_error_ = without_url(r.error(), net::url_label(url_));
     }
     if (next_ == Next::none) {
-        const bool too_big = outcome_error_ && outcome_error_->code() == Errc::invalid;
+        // Too big for the cap or for the room: the part goes, as after a write that hit ENOSPC.
+        const bool too_big = outcome_error_ && (outcome_error_->code() == Errc::invalid ||
+                                                outcome_error_->sys_errno() == ENOSPC);
         fail_with(*outcome_error_, too_big);
         return;
     }
