@@ -26,6 +26,9 @@ struct Request {
     std::vector<std::pair<std::string, std::string>> headers;  // DownloadableFile.headers
     std::string content_hash_hex;  // expected SHA-256, lower-case hex (names the spool file)
     uint64_t max_size = 0;         // update.maxArtifactSize
+    // Bytes that must stay free on the spool's filesystem besides the artifact: the new binary
+    // when the spool shares the volume's filesystem (the installer's room rule), else 0.
+    uint64_t reserve = 0;
 };
 
 struct Progress {

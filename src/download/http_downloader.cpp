@@ -1,6 +1,7 @@
 #include "download/http_downloader.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -129,6 +130,7 @@ class HttpDownloader::Transfer final : public loop::Step {
     void request();
     void send(std::shared_ptr<net::TlsConfig> tls);
     Status on_head(const net::HttpHead& head);
+    Status room_for(uint64_t body) const;
     Status on_body(std::string_view piece);
     void on_response(Result<net::HttpResponse> r);
     void kick();
@@ -349,6 +351,22 @@ void HttpDownloader::Transfer::send(std::shared_ptr<net::TlsConfig> tls) {
     client_ = parent_.fetcher_->start(std::move(rq), std::move(o), std::move(ch));
 }
 
+// Room first, from the response's Content-Length, before a byte of the body is written: the body
+// plus what the install still needs on the same filesystem (Request::reserve) against the spool's
+// room (a part that a 200 replaces is counted as free). The error carries ENOSPC, as the write
+// that would have failed: the installer counts it transient, and the part is removed.
+Status HttpDownloader::Transfer::room_for(uint64_t body) const {
+    auto sp = file_->space();
+    if (!sp) return {};  // unknown: the writes will tell
+    const uint64_t have = sp->available + (reset_pending_ ? file_->size() : 0);
+    const uint64_t need = body + req_.reserve;
+    if (have >= need) return {};
+    return fail(Error(Errc::system,
+                      "not enough space on " + file_->dir_path() + ": need " +
+                          std::to_string(need) + ", have " + std::to_string(have),
+                      ENOSPC));
+}
+
 Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
     // Returning a failure stops the response; on_response then acts on next_.
     auto stop = [this](Next n, std::optional<Error> e = std::nullopt) -> Status {
@@ -413,6 +431,9 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
                     Error(Errc::invalid, "the artifact is " + std::to_string(end) +
                                              " bytes, over update.maxArtifactSize (" +
                                              std::to_string(req_.max_size) + " bytes)"));
+    }
+    if (length) {
+        if (auto room = room_for(*length); !room) return stop(Next::none, room.error());
     }
     // If-Range needs a strong validator: a weak ETag is never sent back, Last-Modified is.
     std::string validator;
@@ -508,7 +529,9 @@ void HttpDownloader::Transfer::on_response(Result<net::HttpResponse> r) {
         outcome_error_ = without_url(r.error(), net::url_label(url_));
     }
     if (next_ == Next::none) {
-        const bool too_big = outcome_error_ && outcome_error_->code() == Errc::invalid;
+        // Too big for the cap or for the room: the part goes, as after a write that hit ENOSPC.
+        const bool too_big = outcome_error_ && (outcome_error_->code() == Errc::invalid ||
+                                                outcome_error_->sys_errno() == ENOSPC);
         fail_with(*outcome_error_, too_big);
         return;
     }

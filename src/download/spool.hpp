@@ -31,6 +31,7 @@
 #include "core/fd.hpp"
 #include "core/result.hpp"
 #include "download/downloader.hpp"
+#include "fsx/file.hpp"
 #include "hash/sha256.hpp"
 #include "statedir/state_dir.hpp"
 
@@ -71,6 +72,9 @@ class SpoolFile {
 
     const std::optional<Artifact>& complete() const { return complete_; }
     uint64_t size() const { return size_; }
+    // The spool directory and the room on its filesystem (one fstatvfs: no disk I/O).
+    const std::string& dir_path() const { return dir_path_; }
+    [[nodiscard]] Result<fsx::Space> space() const { return fsx::space_of(dir_.get()); }
     // The validator stored with the part ("" = none).
     const std::string& validator() const { return validator_; }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -132,6 +133,15 @@ Result<std::string> read_file_at(int dirfd, const std::string& name, size_t max_
     auto fd = open_regular_at(dirfd, name);
     if (!fd) return fd.fail();
     return read_bounded(fd->get(), max_size);
+}
+
+Result<Space> space_of(int dirfd) {
+    struct statvfs vfs {};
+    if (::fstatvfs(dirfd, &vfs) != 0) return fail_errno("statvfs");
+    struct stat st {};
+    if (::fstat(dirfd, &st) != 0) return fail_errno("stat");
+    return Space{static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize,
+                 static_cast<uint64_t>(st.st_dev)};
 }
 
 }  // namespace myr::fsx

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -45,6 +46,15 @@ class TempFile {
     UniqueFd fd_;
     bool done_ = false;
 };
+
+// The room on the filesystem of directory `dirfd`: the bytes a writer without root's reserve may
+// still use (statvfs f_bavail × f_frsize), and the device (st_dev): two directories with the same
+// device draw on the same room.
+struct Space {
+    uint64_t available = 0;
+    uint64_t device = 0;
+};
+[[nodiscard]] Result<Space> space_of(int dirfd);
 
 // Replaces `name` in `dirfd` with `data` durably and atomically (see the top of this file). On any
 // failure the old file is untouched and no temp file remains. Refuses to replace anything that is

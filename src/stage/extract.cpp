@@ -480,9 +480,26 @@ class Extraction {
                                    " bytes, over the limit of " +
                                    std::to_string(limits_.max_binary_size) + " (max_binary_size)");
         }
+        if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0) {
+            if (auto ok = check_room(raw, static_cast<uint64_t>(archive_entry_size(e))); !ok) {
+                return ok;
+            }
+        }
         found_ = raw;
         found_top_ = top;
         return {};
+    }
+
+    // Room first, from the member's own header (tar) or the central directory (zip): a binary that
+    // cannot fit is refused before a byte of it is written. The error carries ENOSPC: the
+    // installer counts it transient, as the write that would have failed.
+    Status check_room(const std::string& raw, uint64_t size) const {
+        auto sp = fsx::space_of(dir_fd_);
+        if (!sp || sp->available >= size) return {};  // unknown: the writes will tell
+        return fail(Error(Errc::system,
+                          "stage: " + raw + ": not enough space on the volume: need " +
+                              std::to_string(size) + ", have " + std::to_string(sp->available),
+                          ENOSPC));
     }
 
     // The binary's bytes into a temp file in dir_fd, hashed on the way, within both limits.

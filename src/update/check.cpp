@@ -1,6 +1,8 @@
 #include "update/check.hpp"
 
 #include <cstdint>
+#include <cstdio>
+#include <iterator>
 #include <variant>
 
 #include "core/hex.hpp"
@@ -120,6 +122,38 @@ std::optional<CheckVerdict> against_supervisor(const version::Version& offered,
                                         policy.supervisor_version + setting);
 }
 
+// "1638400 (1.6 MiB)": bytes for programs, a size for people.
+std::string bytes_and_size(uint64_t n) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(n);
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < std::size(units)) {
+        v /= 1024;
+        ++u;
+    }
+    char size[32];
+    std::snprintf(size, sizeof size, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+    return std::to_string(n) + " (" + size + ")";
+}
+
+constexpr uint64_t kRoomSlack = 64 * 1024;
+
+// Room first. Before its archive is fetched, the offered binary is estimated by the active
+// binary's size (releases of one collector distribution are of similar size); the extraction then
+// checks each member's own size before writing it. The binary lands in the volume's staging and
+// stays as a version directory next to the active one, and the previous version is only removed by
+// the GC after a commit: nothing on the volume counts as freed before. The slack covers the
+// marker and the directories.
+std::optional<CheckVerdict> against_room(const Inspection& in) {
+    if (in.active_size == 0 || !in.volume_room) return std::nullopt;
+    const uint64_t need = in.active_size + kRoomSlack;
+    if (in.volume_room->available >= need) return std::nullopt;
+    return refuse(Rule::no_room,
+                  "not enough space on " + in.volume_room->path + ": need " + bytes_and_size(need) +
+                      ", have " + bytes_and_size(in.volume_room->available) +
+                      "; the new binary is estimated by the size of the active " + in.active);
+}
+
 // last-attempt.json may come from an older build that stored the offered name (`v0.118.0`):
 // both sides are compared in canonical form.
 bool same_version(const std::string& stored, const std::string& canon) {
@@ -155,6 +189,8 @@ const char* to_string(Rule r) {
             return "bad-content-hash";
         case Rule::url_refused:
             return "url-refused";
+        case Rule::no_room:
+            return "no-room";
     }
     return "?";
 }
@@ -190,7 +226,14 @@ CheckVerdict check_offer(const OfferedPackage& pkg, const Inspection& in, const 
     if (auto st = check_url(pkg.file->url); !st) {
         return refuse(Rule::url_refused, "download URL refused: " + st.error().message());
     }
+    if (auto v = against_room(in)) return *v;
     return CheckVerdict{CheckVerdict::Kind::proceed, Rule::none, {}, canon};
+}
+
+uint64_t spool_reserve(const Inspection& in) {
+    if (in.active_size == 0 || !in.volume_room || !in.spool_room) return 0;
+    if (in.volume_room->device != in.spool_room->device) return 0;
+    return in.active_size + kRoomSlack;
 }
 
 ArtifactVerdict check_artifact(const OfferedFile& file, const std::string& sha256_hex,

@@ -4,6 +4,7 @@
 // names its rule (a code for programs, a sentence for the report).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -35,6 +36,7 @@ enum class Rule {
     no_file,             // nothing to download
     bad_content_hash,    // content_hash is not a SHA-256
     url_refused,         // the downloader's URL policy says no
+    no_room,             // the volume has no room for the new binary (estimated; not an attempt)
 };
 const char* to_string(Rule r);
 
@@ -53,6 +55,10 @@ using UrlCheck = std::function<Status(const std::string& url)>;
 
 CheckVerdict check_offer(const OfferedPackage& pkg, const Inspection& in, const CheckPolicy& policy,
                          const UrlCheck& check_url);
+
+// What the download must leave free on the spool's filesystem besides the archive: the new binary
+// (estimated as in the room rule) when the spool shares the volume's filesystem, else 0.
+uint64_t spool_reserve(const Inspection& in);
 
 // Verifying, before the Sigstore verifier runs: the digest the download computed must be the
 // offered content hash, and an offer without a bundle passes only when signatures are not

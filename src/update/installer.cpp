@@ -1,6 +1,7 @@
 #include "update/installer.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <memory>
 
@@ -11,6 +12,14 @@
 #include "update/requests.hpp"
 
 namespace myr::update {
+namespace {
+
+// A write that found the filesystem full (or the quota used up): room may come back.
+bool out_of_room(const Error& e) {
+    return e.sys_errno() == ENOSPC || e.sys_errno() == EDQUOT;
+}
+
+}  // namespace
 
 namespace {
 
@@ -220,6 +229,7 @@ void Installer::check(const Inspection& in) {
     ledger_.take_inspection(in);
     auto url_policy = [this](const std::string& url) { return ports_.fetcher.check_url(url); };
     CheckVerdict v = check_offer(*pkg_, in, check_policy(settings_), url_policy);
+    spool_reserve_ = spool_reserve(in);
     // From here on the install goes by the canonical name alone (journal, volume, state files,
     // comparisons), so that what it writes is what recovery and the next Checking can read. The
     // report keeps the name the server offered: the ledger laid it out before.
@@ -230,7 +240,9 @@ void Installer::check(const Inspection& in) {
         case CheckVerdict::Kind::installed:
             return post(Event::installed);
         case CheckVerdict::Kind::refused:
-            return fail_with(Failure::policy, std::move(v.text));
+            // No room is a refusal that freeing room undoes: not settled, never an attempt.
+            return fail_with(v.rule == Rule::no_room ? Failure::room : Failure::policy,
+                             std::move(v.text));
     }
 }
 
@@ -266,15 +278,19 @@ void Installer::download() {
     h.on_done = bound([this](Result<download::Artifact> a) {
         if (!a) {
             // "download: <cause> (<url>)": the downloader names the URL once, without its query.
-            // A deadline passed (update.downloadTimeout, a stall after the last try): transient.
-            return post(Event::failed, Why{Failure::download, a.error().message(),
-                                           a.error().code() == Errc::timeout});
+            // A deadline passed (update.downloadTimeout, a stall after the last try) or the spool
+            // ran out of room: transient.
+            return post(Event::failed,
+                        Why{Failure::download, a.error().message(),
+                            a.error().code() == Errc::timeout || out_of_room(a.error())});
         }
         artifact_ = std::move(a.value());
         post(Event::done);
     });
     status(Code::downloading);
-    step_ = ports_.fetcher.fetch(download_request(*pkg_, settings_), std::move(h));
+    download::Request req = download_request(*pkg_, settings_);
+    req.reserve = spool_reserve_;  // the binary, when the spool shares the volume
+    step_ = ports_.fetcher.fetch(std::move(req), std::move(h));
 }
 
 void Installer::verify_artifact() {
@@ -303,8 +319,13 @@ void Installer::verify_artifact() {
 void Installer::stage() {
     status(Code::installing);
     auto done = bound([this](Result<Stager::Staged> r) {
-        // A Stager's errors name the step themselves (`stage: <member>: <rule>`).
-        if (!r) return fail_with(Failure::stage, r.error().message());
+        // A Stager's errors name the step themselves (`stage: <member>: <rule>`). The volume full
+        // in spite of the room checks (another writer, a binary larger than estimated) is
+        // transient: the staging is discarded, the active version was never touched.
+        if (!r) {
+            return post(Event::failed,
+                        Why{Failure::stage, r.error().message(), out_of_room(r.error())});
+        }
         staged_ = std::move(r.value());
         post(Event::done);
     });
@@ -377,7 +398,7 @@ void Installer::finish_failed() {
     if (staged_) f.staged_id = staged_->id;
     if (!cancelled) {
         if (record_attempt_) f.attempt = attempt(Outcome::failed, why_.text);
-        f.packages = ledger_.fail(*offer_, why_.text, f.attempt);
+        f.packages = ledger_.fail(*offer_, why_.text, f.attempt, why_.code != Failure::room);
         publish();
     }
     finish(std::move(f), "update: clean-up after a failed install");
@@ -454,7 +475,8 @@ void Installer::log_state(State from, State to) const {
          {"from", to_string(from)},
          {"version", pkg_ ? pkg_->version : std::string()},
          {"hash", pkg_ ? hex::encode(pkg_->hash) : std::string()},
-         {"reason", to == State::failed || to == State::rolling_back ? why_.text : ""}});
+         {"reason", to == State::failed || to == State::rolling_back ? why_.text : ""},
+         {"class", to == State::failed ? (why_.transient ? "transient" : "deterministic") : ""}});
 }
 
 }  // namespace myr::update

@@ -19,6 +19,7 @@
 // × healthTimeout, and on_end() tells the runtime.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -163,6 +164,7 @@ class Installer : public service::CriticalSection {
     std::optional<Offer> offer_;
     std::optional<OfferedPackage> pkg_;  // its TopLevel package
     std::string from_;                   // active when it began
+    uint64_t spool_reserve_ = 0;         // room the download leaves for the binary (check.hpp)
     Why why_;                            // why it failed (the report's error), or cancelled
     bool record_attempt_ = false;        // the failure goes into last-attempt.json
     bool swapped_ = false;               // swapping was entered: a failed commit is undone

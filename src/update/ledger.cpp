@@ -210,9 +210,10 @@ Installed Ledger::ended() const {
     return out;
 }
 
-Installed Ledger::fail(const Offer& o, std::string why, std::optional<Attempt> attempt) {
+Installed Ledger::fail(const Offer& o, std::string why, std::optional<Attempt> attempt,
+                       bool settle) {
     set_status(Code::install_failed, std::move(why));
-    end(o);
+    if (settle) end(o);
     if (attempt) last_attempt_ = std::move(attempt);
     return ended();
 }

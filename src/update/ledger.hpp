@@ -74,7 +74,10 @@ class Ledger {
     // installed).
     Installed ended() const;
     // The same, after the report says InstallFailed with `why` and `attempt` is recorded.
-    Installed fail(const Offer& o, std::string why, std::optional<Attempt> attempt);
+    // `settle` false leaves the offer open: the same offer again is checked again (a refusal
+    // for want of room, which freeing room undoes).
+    Installed fail(const Offer& o, std::string why, std::optional<Attempt> attempt,
+                   bool settle = true);
     // The end of a good install of `pkg` from `o`: the statuses that say Installed. commit()
     // makes it the active one and takes them as the report once they are on the volume.
     // `fetched`: its bytes were installed, so its package hash becomes the active one's;

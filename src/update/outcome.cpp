@@ -19,6 +19,8 @@ const char* to_string(Failure f) {
             return "inspect";
         case Failure::policy:
             return "policy";
+        case Failure::room:
+            return "room";
         case Failure::journal:
             return "journal";
         case Failure::download:

@@ -22,6 +22,7 @@ enum class Failure {
     none,
     inspect,  // the volume could not be read
     policy,   // Checking refused the offer (check.hpp names the rule)
+    room,     // Checking found no room on the volume: refused, not settled (check.hpp)
     journal,  // the journal could not be written before a step
     download,
     integrity,   // the downloaded digest is not the offered content hash

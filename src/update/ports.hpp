@@ -171,6 +171,17 @@ struct Inspection {
     // The package hash the active version was installed with (packages.json, raw bytes): "" when
     // not known, as for the image's version seeded at start.
     std::string active_package_hash;
+    // For "room first" (check.hpp): the active binary's size (its marker; 0 when none is intact),
+    // the estimate of the offered binary before its archive is fetched, and the room where the
+    // install writes (statvfs, read in the same pass).
+    uint64_t active_size = 0;
+    struct Room {
+        std::string path;  // for the message: installDir, or stateDir's spool
+        uint64_t available = 0;
+        uint64_t device = 0;
+    };
+    std::optional<Room> volume_room;  // installDir: staging, then versions/ (nullopt: unknown)
+    std::optional<Room> spool_room;   // stateDir/spool: the archive
 };
 
 // Everything the installer changes on the volume and in the state directory. Each call blocks on

@@ -4,12 +4,28 @@
 #include "core/log.hpp"
 #include "core/time.hpp"
 #include "download/spool.hpp"
+#include "fsx/file.hpp"
 #include "journal/seed.hpp"
 #include "loop/step.hpp"
+#include "statedir/state_dir.hpp"
 #include "store/activate.hpp"
 #include "update/state_files.hpp"
 
 namespace myr::update {
+namespace {
+
+// The room of a directory's filesystem; nullopt (logged) when statvfs fails: the room rule then
+// does not apply, and a real shortage still ends the install with ENOSPC (transient).
+std::optional<Inspection::Room> room_at(int dirfd, const std::string& path) {
+    auto sp = fsx::space_of(dirfd);
+    if (!sp) {
+        log::warn("update: room not known", {{"path", path}, {"error", sp.error().message()}});
+        return std::nullopt;
+    }
+    return Inspection::Room{path, sp->available, sp->device};
+}
+
+}  // namespace
 
 StoreVolumeOps::StoreVolumeOps(loop::Scheduler& sched, std::shared_ptr<store::Volume> volume,
                                std::shared_ptr<journal::Journal> journal, uint32_t keep_versions)
@@ -49,6 +65,10 @@ std::unique_ptr<Step> StoreVolumeOps::inspect(Callback<Inspection> done) {
             } else if (last->has_value() && (*last)->outcome != Outcome::in_progress) {
                 in.last_attempt = **last;
             }
+            if (act->marker) in.active_size = act->marker->size;
+            in.volume_room = room_at(vol->root_fd(), vol->path());
+            in.spool_room =
+                room_at(journal->state().fd(), journal->state().path_of(statedir::entry::spool));
             return in;
         },
         std::move(done));

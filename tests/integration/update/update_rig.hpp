@@ -314,6 +314,17 @@ struct Started {
     std::string v117;
 };
 
+// The final status of `o`, offered now.
+inline Status final_status(Rig& rig, const Updater& u, const Offer& o) {
+    size_t from = rig.mark();
+    rig.offer(o);
+    auto st = rig.wait_status(o.version, "", from);
+    REQUIRE_MESSAGE(st, "no final status for " << o.version << "; record:\n"
+                                               << rig.record() << "\nlog:\n"
+                                               << u.log());
+    return *st;
+}
+
 // The installed state after an install or a refusal: `version` active and intact, nothing left
 // over, readiness back, the supervisor's storage untouched. The outcome is reported before the
 // clean-up that follows it (staging, journal, spool) has run: the oracle is given until then.

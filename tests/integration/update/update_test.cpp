@@ -565,24 +565,3 @@ TEST_CASE("update: TERM during an install") {
         CHECK(rig.storage_unchanged());
     }
 }
-
-TEST_CASE("update: ENOSPC while staging") {
-    if (!can_run_pid1()) return;
-    if (::geteuid() != 0) MYR_SKIP("mounting a tmpfs needs root");
-    Rig rig;
-    // Room for the seed (about 1.5 MB), not for a second copy next to it.
-    if (run({"mount", "-t", "tmpfs", "-o", "size=2500k", "tmpfs", rig.install}).exit_code != 0) {
-        MYR_SKIP("cannot mount a tmpfs");
-    }
-    struct Unmount {
-        std::string at;
-        ~Unmount() { run({"umount", "-l", at}); }
-    } unmount{rig.install};
-    rig.configure(seed(rig));
-    Updater u(rig.config());
-    rig.settle(u);
-    const std::string v117 = rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz");
-    Status st = expect_failure(rig, u, {"0.117.0", v117}, "stage: ");
-    CHECK_MESSAGE(st.error.find("No space left on device") != std::string::npos, st.error);
-    CHECK(u.stop() == 0);
-}

@@ -14,17 +14,6 @@ using namespace myr::test::upd;
 
 namespace {
 
-// The final status of `o`, offered now.
-Status final_status(Rig& rig, const Updater& u, const Offer& o) {
-    size_t from = rig.mark();
-    rig.offer(o);
-    auto st = rig.wait_status(o.version, "", from);
-    REQUIRE_MESSAGE(st, "no final status for " << o.version << "; record:\n"
-                                               << rig.record() << "\nlog:\n"
-                                               << u.log());
-    return *st;
-}
-
 // An offer Checking must refuse: InstallFailed starting with `reason`, nothing downloaded, the
 // collector never stopped, `active` still running.
 void expect_refused(Rig& rig, const Updater& u, const Offer& o, const std::string& reason,

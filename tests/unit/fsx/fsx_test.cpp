@@ -415,6 +415,35 @@ TEST_CASE("fsx: copy_file_atomic refuses a symlink destination before copying") 
     CHECK(temp_leftovers(dir.get()).empty());
 }
 
+TEST_CASE("fsx: space_of counts what a write takes and names the filesystem") {
+    TempDir t;
+    auto dir = must_open_dir(t.path());
+    auto before = space_of(dir.get());
+    REQUIRE(before.ok());
+    struct stat st {};
+    REQUIRE(::fstat(dir.get(), &st) == 0);
+    CHECK(before->device == static_cast<uint64_t>(st.st_dev));
+    CHECK(before->available > 0);
+    CHECK_FALSE(space_of(-1).ok());
+    if (!myr::test::is_root()) return;
+    // On a 1 MiB tmpfs, 256 KiB written are 256 KiB less room, to the byte.
+    ::mkdir((t / "vol").c_str(), 0755);
+    if (::mount("tmpfs", (t / "vol").c_str(), "tmpfs", 0, "size=1m") != 0) return;
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
+    } unmount{t / "vol"};
+    auto vol = must_open_dir(t / "vol");
+    auto empty = space_of(vol.get());
+    REQUIRE(empty.ok());
+    CHECK(empty->available == 1024 * 1024);
+    CHECK(empty->device != before->device);
+    REQUIRE(write_file_atomic(vol.get(), "f", pattern(256 * 1024), 0644).ok());
+    auto after = space_of(vol.get());
+    REQUIRE(after.ok());
+    CHECK(after->available == empty->available - 256 * 1024);
+}
+
 TEST_CASE("fsx: ENOSPC on a full tmpfs keeps the old file and leaves no temp file") {
     if (!myr::test::is_root()) {
         MYR_SKIP("mounting a tmpfs needs root");

@@ -27,7 +27,9 @@ struct Case {
     bool intact = true;
     std::string previous = "0.115.0";
     std::optional<Attempt> last = std::nullopt;
-    std::string active_hash = {};  // raw bytes; "" when not known
+    std::string active_hash = {};                 // raw bytes; "" when not known
+    uint64_t active_size = 0;                     // 0: no estimate of the new binary
+    std::optional<uint64_t> room = std::nullopt;  // on the volume; nullopt: statvfs failed
     // The policy.
     std::optional<std::string> minimum = std::nullopt;
     bool allow_downgrade = false;
@@ -47,6 +49,17 @@ Attempt last_attempt(Outcome o, std::string version, std::string hash = kHash) {
 // clang-format off
 const Case kCases[] = {
     {.name = "a newer version passes"},
+    {.name = "room for the estimate (the active binary and 64 KiB) passes",
+     .active_size = 1'000'000, .room = 1'065'536},
+    {.name = "no room for the estimate is refused last", .active_size = 1'000'000,
+     .room = 1'065'535, .kind = Kind::refused, .rule = Rule::no_room,
+     .text = "not enough space on /v: need 1065536 (1.0 MiB), have 1065535 (1.0 MiB); the new "
+             "binary is estimated by the size of the active 0.116.0"},
+    {.name = "no room and a bad URL: the URL is refused first", .url = "http://elsewhere/x",
+     .active_size = 1'000'000, .room = 10, .kind = Kind::refused, .rule = Rule::url_refused,
+     .text = "download URL refused: http://elsewhere/x: not allowed"},
+    {.name = "no estimate without an intact active binary", .active_size = 0, .room = 0},
+    {.name = "room not known: no rule", .active_size = 1'000'000},
     {.name = "an unparsable version is refused first", .version = "banana", .minimum = "9.0.0",
      .kind = Kind::refused, .rule = Rule::unparsable_version,
      .text = "offered version \"banana\" does not parse"},
@@ -183,7 +196,10 @@ TEST_CASE("check_offer: offer x inspection x policy -> verdict") {
         if (c.has_file) {
             pkg.file = OfferedFile{c.url, std::string(c.content_hash_size, 'a'), "", {}};
         }
-        Inspection in{c.active, c.intact, c.previous, c.last, c.active_hash};
+        std::optional<Inspection::Room> room;
+        if (c.room) room = Inspection::Room{"/v", *c.room, 1};
+        Inspection in{c.active,      c.intact,      c.previous, c.last,
+                      c.active_hash, c.active_size, room,       room};
         CheckPolicy policy{c.minimum, c.allow_downgrade, c.skew, c.supervisor};
         int url_checks = 0;
         CheckVerdict v = check_offer(pkg, in, policy, [&](const std::string& url) -> Status {
@@ -198,7 +214,8 @@ TEST_CASE("check_offer: offer x inspection x policy -> verdict") {
             CHECK(v.version == (c.canonical.empty() ? c.version : c.canonical));
         // The URL policy is asked last, only when every other rule let the offer through.
         bool asked =
-            c.kind != Kind::installed && (c.kind == Kind::proceed || c.rule == Rule::url_refused);
+            c.kind != Kind::installed &&
+            (c.kind == Kind::proceed || c.rule == Rule::url_refused || c.rule == Rule::no_room);
         CHECK(url_checks == (asked ? 1 : 0));
     }
 }

@@ -133,10 +133,12 @@ class FakeStager : public Stager {
         Result<Staged> r =
             error.empty()
                 ? Result<Staged>(Staged{"st1", "/c/.staging/st1/otelcol", std::string(64, 'b'), 10})
-                : Result<Staged>(fail(Errc::invalid, error));
+                : Result<Staged>(fail(
+                      Error(error_errno != 0 ? Errc::system : Errc::invalid, error, error_errno)));
         return answers.answer([done, r] { done(r); });
     }
     std::string error;
+    int error_errno = 0;  // with `error`: a system error (ENOSPC: the volume full)
     Answers answers;
 
   private:
@@ -281,7 +283,8 @@ class FakeVolume : public VolumeOps {
         if (f.attempt) inspection.last_attempt = f.attempt;
         return answers.answer([done] { done(Status()); });
     }
-    Inspection inspection{"0.116.0", true, "0.115.0", std::nullopt, {}};
+    Inspection inspection{"0.116.0", true, "0.115.0",    std::nullopt,
+                          {},        0,    std::nullopt, std::nullopt};
     std::optional<JournalEntry> journal;
     std::string journal_fails_at;
     Status activate_result;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 
 #include "core/hex.hpp"
 #include "fake_ports.hpp"
@@ -288,6 +289,47 @@ TEST_CASE("installer: checking refusals never download") {
         // A refusal by policy is not an attempt: last-attempt.json keeps what it had.
         REQUIRE(rig.volume.finishes.size() == 1);
         CHECK_FALSE(rig.volume.finishes[0].attempt.has_value());
+    }
+}
+
+TEST_CASE("installer: no room is refused before the download, not settled, not an attempt") {
+    Rig rig;
+    rig.volume.inspection.active_size = 1'000'000;
+    rig.volume.inspection.volume_room = Inspection::Room{"/binaries", 500'000, 1};
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().error.rfind("not enough space on /binaries: need 1065536", 0) == 0);
+    CHECK_FALSE(rig.traced("fetch:"));
+    REQUIRE(rig.volume.finishes.size() == 1);
+    CHECK_FALSE(rig.volume.finishes[0].attempt.has_value());
+    // Room made: the same offer, sent again, is checked again and installs.
+    rig.volume.inspection.volume_room->available = 2'000'000;
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK(rig.top().code == Code::installed);
+    CHECK(rig.count("fetch:") == 1);
+}
+
+TEST_CASE("installer: a volume full while downloading or staging leaves the active version") {
+    for (const char* step : {"download", "stage"}) {
+        CAPTURE(step);
+        Rig rig;
+        if (std::string(step) == "download") {
+            rig.fetcher.result_for = [](const download::Request&) -> Result<download::Artifact> {
+                return fail(Error::from_errno("download: write", ENOSPC));
+            };
+        } else {
+            rig.stager.error =
+                "stage: otelcol-contrib: write otelcol-contrib: No space left on device";
+            rig.stager.error_errno = ENOSPC;
+        }
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        CHECK(rig.top().code == Code::install_failed);
+        CHECK(rig.top().error.find("No space left on device") != std::string::npos);
+        CHECK(rig.top().agent_has_version == "0.116.0");
+        CHECK_FALSE(rig.traced("stop"));
     }
 }
 

@@ -1,0 +1,160 @@
+// Room first, end to end through the real binary as PID 1 (docs/update.md, "Room"): an install
+// that cannot fit on the volume is refused in Checking, before a byte is downloaded, with the
+// sizes in the report; the same offer installs once room is made; and an ENOSPC that happens
+// anyway (the estimate was short) leaves the active version running and is marked transient.
+// The volume is a tmpfs mounted over the rig's install directory (the rig runs as root in its
+// own mount namespace).
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "update_rig.hpp"
+
+using namespace myr::test;
+using namespace myr::test::upd;
+
+namespace {
+
+// A tmpfs of `size` over `at`, unmounted (lazily) at the end of the case.
+struct Tmpfs {
+    Tmpfs(std::string where, const std::string& size) : at(std::move(where)) {
+        mounted = run({"mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", at}).exit_code == 0;
+    }
+    ~Tmpfs() {
+        if (mounted) run({"umount", "-l", at});
+    }
+    Tmpfs(const Tmpfs&) = delete;
+    Tmpfs& operator=(const Tmpfs&) = delete;
+    bool resize(const std::string& size) const {
+        return run({"mount", "-o", "remount,size=" + size, at}).exit_code == 0;
+    }
+    std::string at;
+    bool mounted = false;
+};
+
+// A rig whose install directory (or stateDir) is a tmpfs of `size`, started on a 0.116.0 seed
+// with `seed_pad` MiB of zeros and settled; nothing started when the tmpfs could not be mounted.
+struct OnTmpfs {
+    OnTmpfs(bool install, const std::string& size, int seed_pad = 0)
+        : fs(install ? rig.install : rig.state, size) {
+        if (!fs.mounted) return;
+        rig.configure(rig.release("0.116.0", "", seed_pad));
+        u.emplace(rig.config());
+        rig.settle(*u);
+    }
+    Rig rig;
+    Tmpfs fs;
+    std::optional<Updater> u;
+};
+
+// An install that ran out of room after Checking: InstallFailed, the collector never stopped,
+// the failure marked transient, 0.116.0 active and serving once `cleanup` made room again.
+void check_transient(Rig& rig, Updater& u, const Status& st,
+                     const std::function<void()>& cleanup = {}) {
+    CHECK(st.status == "InstallFailed");
+    CHECK(st.has == "0.116.0");
+    CHECK(u.count("state=stopping ") == 0);
+    CHECK_MESSAGE(u.log_has("class=transient"), u.log());
+    if (cleanup) cleanup();
+    check_settled(rig, "0.116.0");
+    CHECK(u.stop() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("room: a volume without room for the binary is refused before the download") {
+    if (!can_run_pid1()) return;
+    if (::geteuid() != 0) MYR_SKIP("mounting a tmpfs needs root");
+    // Binaries of about 2.5 MB (fake-otelcol and 2 MiB of zeros, which the archive compresses
+    // to a few hundred KB): room for the seed and for the archive, not for a second binary.
+    OnTmpfs t(true, "4m", 2);
+    if (!t.fs.mounted) MYR_SKIP("cannot mount a tmpfs");
+    Rig& rig = t.rig;
+    Updater& u = *t.u;
+    const std::string v117 = rig.tar_gz(rig.release("0.117.0", "", 2), "v117.tar.gz");
+    const size_t requests = rig.artifact_server->requests();
+
+    Status st = final_status(rig, u, {"0.117.0", v117});
+    CHECK(st.status == "InstallFailed");
+    const std::string prefix = "not enough space on " + rig.install + ": need ";
+    CHECK_MESSAGE(st.error.rfind(prefix, 0) == 0, "error: " << st.error << "\nlog:\n" << u.log());
+    CHECK_MESSAGE(st.error.find(", have ") != std::string::npos, st.error);
+    MESSAGE("refused before the download: " << st.error);
+    CHECK(st.has == "0.116.0");
+    // Nothing fetched, nothing stopped, nothing recorded against the offer.
+    CHECK_MESSAGE(rig.artifact_server->requests() == requests, rig.artifact_server->stats());
+    CHECK(u.count("state=stopping ") == 0);
+    CHECK(u.count("state=downloading ") == 0);
+    CHECK(read_file(rig.state + "/last-attempt.json").find(rig.sha_of(v117)) == std::string::npos);
+    check_settled(rig, "0.116.0");
+
+    // Room made: the same offer, sent again, installs.
+    REQUIRE(t.fs.resize("12m"));
+    st = final_status(rig, u, {"0.117.0", v117});
+    CHECK_MESSAGE(st.status == "Installed", st.error << "\nlog:\n" << u.log());
+    check_settled(rig, "0.117.0");
+    CHECK(u.stop() == 0);
+}
+
+TEST_CASE("room: ENOSPC that happens anyway leaves the active version and is transient") {
+    if (!can_run_pid1()) return;
+    if (::geteuid() != 0) MYR_SKIP("mounting a tmpfs needs root");
+    // Room for the seed (about 0.5 MB) and for a binary of its size (the estimate), not for a
+    // release 3 MiB bigger: the estimate passes, the extraction finds the member too large.
+    OnTmpfs t(true, "2m");
+    if (!t.fs.mounted) MYR_SKIP("cannot mount a tmpfs");
+    const std::string big = t.rig.tar_gz(t.rig.release("0.117.0", "", 3), "big.tar.gz");
+
+    Status st = final_status(t.rig, *t.u, {"0.117.0", big});
+    CHECK_MESSAGE(st.error.find("not enough space on the volume: need ") != std::string::npos,
+                  st.error << "\nlog:\n"
+                           << t.u->log());
+    MESSAGE("refused while staging: " << st.error);
+    check_transient(t.rig, *t.u, st);
+}
+
+TEST_CASE("room: a spool that fills during the download leaves the active version; transient") {
+    if (!can_run_pid1()) return;
+    if (::geteuid() != 0) MYR_SKIP("mounting a tmpfs needs root");
+    // stateDir (and so the spool) on its own small volume, with room for the archive at the
+    // Checking and at the response; a filler takes the rest while the first bytes drip.
+    OnTmpfs t(false, "3m");
+    if (!t.fs.mounted) MYR_SKIP("cannot mount a tmpfs");
+    Rig& rig = t.rig;
+    const std::string v117 = rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz");
+
+    size_t from = rig.mark();
+    // 5 s of one byte a second: the filler is written within it (milliseconds after the
+    // Downloading status), the rest of the body finds the volume full.
+    rig.offer({"0.117.0", v117, "drip=5"});
+    REQUIRE_MESSAGE(rig.wait_status("0.117.0", "Downloading", from), t.u->log());
+    const std::string filler = rig.state + "/filler";
+    run({"dd", "if=/dev/zero", "of=" + filler, "bs=64k", "count=100"});
+    auto st = rig.wait_status("0.117.0", "", from);
+    REQUIRE_MESSAGE(st, "no final status; log:\n" << t.u->log());
+    CHECK_MESSAGE(st->error.find("No space left on device") != std::string::npos, st->error);
+    MESSAGE("failed while downloading: " << st->error);
+    check_transient(rig, *t.u, *st, [&] { REQUIRE(run({"rm", "-f", filler}).exit_code == 0); });
+}
+
+TEST_CASE("room: a Content-Length the spool has no room for is refused before the body") {
+    if (!can_run_pid1()) return;
+    if (::geteuid() != 0) MYR_SKIP("mounting a tmpfs needs root");
+    // stateDir on its own volume, filled but for 96 KiB; the archive is about 180 KB.
+    OnTmpfs t(false, "2m");
+    if (!t.fs.mounted) MYR_SKIP("cannot mount a tmpfs");
+    Rig& rig = t.rig;
+    const std::string v117 = rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz");
+    const std::string filler = rig.state + "/filler";
+    run({"dd", "if=/dev/zero", "of=" + filler, "bs=64k", "count=100"});
+    REQUIRE(run({"truncate", "-s", "-96K", filler}).exit_code == 0);
+
+    Status st = final_status(rig, *t.u, {"0.117.0", v117});
+    const std::string want = "download: not enough space on " + rig.state + "/spool: need ";
+    CHECK_MESSAGE(st.error.rfind(want, 0) == 0, st.error << "\nlog:\n" << t.u->log());
+    MESSAGE("refused at the response: " << st.error);
+    check_transient(rig, *t.u, st, [&] { REQUIRE(run({"rm", "-f", filler}).exit_code == 0); });
+}
