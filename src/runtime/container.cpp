@@ -46,6 +46,8 @@ update::Settings update_settings(const config::Config& cfg, const std::string& i
     s.uid = ::getuid();
     s.gid = ::getgid();
     s.stop_timeout = cfg.container->stop_timeout;
+    s.trial_period = cfg.update.trial_period;
+    s.trial_max_restarts = cfg.update.trial_max_restarts;
     return s;
 }
 
@@ -226,6 +228,10 @@ service::CriticalSection* ContainerRuntime::start_installer() {
     // Package names are the server's; the collector's binary name is the usual one.
     if (volume_->interrupted) {
         installer_->report_interrupted(*volume_->interrupted, cfg_.collector.binary);
+    }
+    // A trial that recovery let go on (the container restarted within it) runs to its deadline.
+    if (volume_->trial && seeded.active_version == volume_->trial->to) {
+        installer_->resume_trial(volume_->trial->to, volume_->trial->trial_until);
     }
     packages_ = std::make_unique<PackageAdapter>(*installer_);
     return installer_.get();

@@ -33,6 +33,8 @@ struct Settings {
     gid_t gid = 0;
     Duration stop_timeout = std::chrono::seconds(30);
     Duration progress_every = std::chrono::seconds(2);
+    Duration trial_period = std::chrono::minutes(10);  // 0: no trial
+    uint32_t trial_max_restarts = 3;
 };
 
 }  // namespace myr::update

@@ -334,6 +334,7 @@ struct EndToEnd {
         s.health_interval = std::chrono::seconds(1);
         s.health_timeout = std::chrono::seconds(10);
         s.collector_health_url = Url{"http", "127.0.0.1", 13133, "/"};
+        s.trial_period = Duration(0);  // installer_test.cpp covers the trial
         inst = std::make_unique<Installer>(v.sched, ports(), s, nullptr);
         inst->set_active("0.116.0");
     }
