@@ -102,8 +102,12 @@ ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, 
                      (!installer_ || installer_->ready());
           },
           [this] {
-              if (!installer_ || installer_->state() == update::State::idle) {
-                  return child_.describe();
+              if (!installer_) return child_.describe();
+              // Idle, unless a trial resumed after a restart runs: it is named too.
+              if (installer_->state() == update::State::idle) {
+                  std::string trial = installer_->trial_text();
+                  return trial.empty() ? child_.describe()
+                                       : child_.describe() + "; " + installer_->describe();
               }
               if (!installer_->ready()) return installer_->describe();
               return child_.describe() + "; " + installer_->describe();

@@ -31,7 +31,7 @@ void TrialWatch::service_changed() {
     if (!done_) return;
     if (service_.desired() == service::Desired::gave_up) {
         return end(fail(Errc::process, "the supervisor crash-looped during the trial of " +
-                                          version_ + " (its restart policy gave up)"));
+                                           version_ + " (its restart policy gave up)"));
     }
     if (service_.state() != service::State::waiting_to_restart) {
         waiting_seen_ = false;
@@ -44,9 +44,9 @@ void TrialWatch::service_changed() {
               {{"version", version_}, {"ends", ends_}, {"trial_max_restarts", max_restarts_}});
     if (ends_ < max_restarts_) return;
     end(fail(Errc::process, "the supervisor ended " + std::to_string(ends_) +
-                               (ends_ == 1 ? " time" : " times") + " during the trial of " +
-                               version_ + " (update.trialMaxRestarts " +
-                               std::to_string(max_restarts_) + ")"));
+                                (ends_ == 1 ? " time" : " times") + " during the trial of " +
+                                version_ + " (update.trialMaxRestarts " +
+                                std::to_string(max_restarts_) + ")"));
 }
 
 void TrialWatch::end(Status st) {

@@ -40,6 +40,7 @@ TEST_CASE("update trial: a version that crash-loops after its health check is ro
     rig.configure(seed(rig), [](UpdaterConfig& c) {
         c.trial_period = "2m";
         c.trial_max_restarts = 1;
+        c.keep_versions = 0;  // GC removes the version that failed at once
         // The supervisor ends with its collector (instead of restarting it): the crash loop the
         // restart policy sees.
         c.supervisor_command.push_back("--exit-with-agent");
@@ -71,8 +72,9 @@ TEST_CASE("update trial: a version that crash-loops after its health check is ro
     CHECK(u.count("msg=\"update: state\" state=rolling-back from=trial") == 1);
 }
 
-TEST_CASE("update trial: a version whose container dies three times is rolled back at the next "
-          "start, before its child runs") {
+TEST_CASE(
+    "update trial: a version whose container dies three times is rolled back at the next "
+    "start, before its child runs") {
     if (!can_run_pid1()) return;
     Rig rig;
     rig.configure(seed(rig), [](UpdaterConfig& c) { c.trial_period = "10m"; });
@@ -92,8 +94,7 @@ TEST_CASE("update trial: a version whose container dies three times is rolled ba
         REQUIRE_MESSAGE(rig.ready(40s), u.log());
         CHECK_MESSAGE(u.log_has("boot " + std::to_string(boot) + " of 3"), u.log());
         CHECK(rig.current() == "versions/0.117.0");
-        CHECK_MESSAGE(readyz_body(rig).find("trial until ") != std::string::npos,
-                      readyz_body(rig));
+        CHECK_MESSAGE(readyz_body(rig).find("trial until ") != std::string::npos, readyz_body(rig));
         u.signal(SIGKILL);
         u.wait_exit(10s);
     }
@@ -107,9 +108,9 @@ TEST_CASE("update trial: a version whose container dies three times is rolled ba
     CHECK_MESSAGE(log.find("trial failed") < log.find("child started"), log);
     auto st = rig.wait_status("0.117.0", "InstallFailed", from, 60s);
     REQUIRE_MESSAGE(st, "no report; record:\n" << rig.record() << "\nlog:\n" << u.log());
-    CHECK_MESSAGE(st->error.rfind("rolled back after commit: the container restarted 3 times", 0) ==
-                      0,
-                  st->error);
+    CHECK_MESSAGE(
+        st->error.rfind("rolled back after commit: the container restarted 3 times", 0) == 0,
+        st->error);
     CHECK(st->has == "0.116.0");
     check_settled(rig, "0.116.0");
     CHECK(u.stop() == 0);
