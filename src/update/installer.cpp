@@ -329,7 +329,9 @@ void Installer::start_trial() {
         log::info("update: on trial", {{"version", pkg_->version},
                                        {"until", format_rfc3339(trial_until_)},
                                        {"previous", from_}});
-        trial_.start(settings_.trial_period, settings_.trial_max_restarts, pkg_->version,
+        // To the journaled deadline, which a restart would go by too.
+        auto left = std::chrono::duration_cast<Duration>(trial_until_ - sched_.wall());
+        trial_.start(std::max(left, Duration(0)), settings_.trial_max_restarts, pkg_->version,
                      bound([this](Status verdict) {
                          if (verdict) return post(Event::done);
                          fail_with(Failure::trial,
