@@ -255,10 +255,13 @@ Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
                    ? r.trial_reason + "; recovery: " + r.action
                    : "interrupted while " + r.record->phase + "; recovery: " + r.action;
     a.at = now;
-    // The in-progress record (or, for a trial, the installed one written at its start) names the
+    // The in-progress record (for a trial, the installed one written at its start, or the
+    // in-progress one when a crash came between the trial's journal and that write) names the
     // offer; an unreadable one costs only the "failed before" rule for this offer.
-    const Outcome named_by = r.trial_rolled_back ? Outcome::installed : Outcome::in_progress;
-    if (auto prev = load_attempt(dir); prev && prev->has_value() && (*prev)->outcome == named_by &&
+    auto names_offer = [&r](Outcome o) {
+        return o == Outcome::in_progress || (r.trial_rolled_back && o == Outcome::installed);
+    };
+    if (auto prev = load_attempt(dir); prev && prev->has_value() && names_offer((*prev)->outcome) &&
                                        (*prev)->version == a.version) {
         a.package_hash_hex = (*prev)->package_hash_hex;
     }
