@@ -66,6 +66,12 @@ struct Update {
     uint32_t health_successes = 3;
     Duration health_interval = std::chrono::seconds(2);
     std::vector<std::string> validate_args{"validate", "--config={config}"};
+    // After its health check a new version is on trial this long (0: no trial); within it,
+    // trial_max_restarts unexpected ends of the supervisor, or trial_max_boots starts of the
+    // container, roll it back (docs/update.md, "The trial").
+    Duration trial_period = std::chrono::minutes(10);
+    uint32_t trial_max_restarts = 3;
+    uint32_t trial_max_boots = 3;
     friend bool operator==(const Update&, const Update&) = default;
 };
 

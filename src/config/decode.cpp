@@ -482,6 +482,9 @@ void Schema::root(const Node& root) {
             {"healthSuccesses", uint(up.health_successes, 1)},
             {"healthInterval", duration(up.health_interval, false)},
             {"validateArgs", string_list(up.validate_args, false)},
+            {"trialPeriod", duration(up.trial_period, true)},
+            {"trialMaxRestarts", uint(up.trial_max_restarts, 1)},
+            {"trialMaxBoots", uint(up.trial_max_boots, 1)},
         };
     };
     auto collector = [this, &co] {

@@ -167,6 +167,9 @@ std::string render_effective(const Config& cfg) {
     line(i1, "healthSuccesses", std::to_string(u.health_successes));
     line(i1, "healthInterval", format_duration(u.health_interval));
     line(i1, "validateArgs", list_text(u.validate_args));
+    line(i1, "trialPeriod", format_duration(u.trial_period));
+    line(i1, "trialMaxRestarts", std::to_string(u.trial_max_restarts));
+    line(i1, "trialMaxBoots", std::to_string(u.trial_max_boots));
 
     const Collector& c = cfg.collector;
     o += "\ncollector:\n";

@@ -42,6 +42,10 @@ WallTime wall_now();
 
 // "2026-11-29T07:14:27Z", or with millis "2026-11-29T07:14:27.123Z". Always UTC.
 std::string format_rfc3339(WallTime t, bool millis = false);
+// Whole seconds since the Unix epoch (what the journal stores for a trial's deadline).
+inline int64_t unix_seconds(WallTime t) {
+    return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
 
 // "500ms", "30s", "10m", "1h", "1h30m", "2.5s". A unit is required; the result must fit in
 // int64 milliseconds. Sub-millisecond precision is refused rather than silently rounded.

@@ -121,6 +121,16 @@ Result<Record> parse(std::string_view json) {
     int64_t a = json_object_get_int64(attempt);
     if (a < 1 || a > 1000000) return fail("attempt: out of range");
     r.attempt = static_cast<uint32_t>(a);
+    // A trial's deadline and boot count: optional, absent in every other phase.
+    for (auto [key, field] :
+         {std::pair{"trialUntil", &r.trial_until}, std::pair{"boots", &r.boots}}) {
+        json_object* v = nullptr;
+        if (!json_object_object_get_ex(root.get(), key, &v)) continue;
+        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0) {
+            return fail(std::string(key) + ": not a non-negative integer");
+        }
+        *field = json_object_get_int64(v);
+    }
     return r;
 }
 
@@ -133,6 +143,10 @@ std::string render(const Record& r) {
     json_object_object_add(root.get(), "to", json_object_new_string(r.to.c_str()));
     json_object_object_add(root.get(), "startedAt", json_object_new_string(r.started_at.c_str()));
     json_object_object_add(root.get(), "attempt", json_object_new_int64(r.attempt));
+    if (r.trial_until > 0) {
+        json_object_object_add(root.get(), "trialUntil", json_object_new_int64(r.trial_until));
+        json_object_object_add(root.get(), "boots", json_object_new_int64(r.boots));
+    }
     std::string out = json_object_to_json_string_ext(
         root.get(), JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     out += '\n';

@@ -12,7 +12,10 @@
 //   seed        `current` is either the old or the new complete version; seeding then runs again
 //   update      `current` back to `from` (idempotent: before the installer's switch it still
 //               points there); the update is reported failed ("interrupted"); `to` stays on disk
-//               until GC
+//               until GC. Phase "trial" (the new version passed its health check) instead: past
+//               `trialUntil` the trial is over (journal cleared, `to` kept); else one more boot is
+//               counted, and at `trialMaxBoots` boots `current` goes back to `from` ("rolled back
+//               after commit"), below it `to` stays and the journal is kept with the new count
 //   rollback    finish: switch `current` to `to`
 //   unparsable  moved aside to journal.json.corrupt-<ts>; `current` kept (seeding replaces it
 //               when it is not intact)
@@ -41,6 +44,8 @@ namespace phase {
 inline constexpr std::string_view staging = "staging";
 inline constexpr std::string_view installing = "installing";
 inline constexpr std::string_view switching = "switching";
+// The one installer phase recovery reads: a version on trial after its health check.
+inline constexpr std::string_view trial = "trial";
 }  // namespace phase
 
 struct Record {
@@ -51,6 +56,10 @@ struct Record {
     std::string to;    // version the operation moves to
     std::string started_at;
     uint32_t attempt = 1;
+    // Phase "trial" only (update/machine.hpp): the trial's deadline in Unix seconds and the
+    // starts recovery counted during it ("trialUntil", "boots"; 0 and absent otherwise).
+    int64_t trial_until = 0;
+    int64_t boots = 0;
 };
 
 // A new record with a fresh id and the current time.

@@ -91,6 +91,7 @@ void log_recovery(const Recovery& r) {
                 {"to", r.record ? r.record->to : ""},
                 {"action", r.action},
                 {"update_interrupted", r.update_interrupted},
+                {"trial_rolled_back", r.trial_rolled_back},
                 {"corrupt_reason", r.corrupt_reason},
                 {"moved_aside", r.moved_aside},
                 {"staging_removed", r.staging_removed},
@@ -98,10 +99,35 @@ void log_recovery(const Recovery& r) {
                 {"spool_removed", r.spool_removed}});
 }
 
+// A start during a trial: completed (deadline passed), rolled back (the boots are used up), or
+// counted (the journal is rewritten and kept: the trial goes on). Returns the action.
+Result<std::string> judge_trial(const store::Volume& vol, Journal& journal, const Record& r,
+                                const TrialRule& rule, Recovery& out) {
+    if (rule.now >= r.trial_until) {
+        out.trial_completed = true;
+        return "trial of " + r.to + " completed while the container was down";
+    }
+    Record counted = r;
+    ++counted.boots;
+    if (counted.boots >= rule.max_boots) {
+        out.trial_rolled_back = true;
+        out.trial_reason = "rolled back after commit: the container restarted " +
+                           std::to_string(counted.boots) + " times during the trial of " + r.to +
+                           " (update.trialMaxBoots " + std::to_string(rule.max_boots) + ")";
+        auto done = restore(vol, r.from);
+        if (!done) return done.fail();
+        return "trial failed, " + *done;
+    }
+    MYR_TRY(journal.write(counted), "count the boot");
+    out.trial = counted;
+    return "trial of " + r.to + " goes on (boot " + std::to_string(counted.boots) + " of " +
+           std::to_string(rule.max_boots) + ")";
+}
+
 }  // namespace
 
-Result<Recovery> recover(const store::Volume& vol, Journal& journal,
-                         const ClearSpool& clear_spool) {
+Result<Recovery> recover(const store::Volume& vol, Journal& journal, const ClearSpool& clear_spool,
+                         const TrialRule& trial) {
     Recovery out;
     auto loaded = journal.load();
     if (!loaded) return loaded.fail("recover");
@@ -132,6 +158,11 @@ Result<Recovery> recover(const store::Volume& vol, Journal& journal,
                     done = std::string("kept current");
                     break;
                 case Op::update:
+                    if (r.phase == phase::trial && r.trial_until > 0) {
+                        done = judge_trial(vol, journal, r, trial, out);
+                        clear_journal = !out.trial.has_value();
+                        break;
+                    }
                     out.update_interrupted = true;
                     done = restore(vol, r.from);
                     break;

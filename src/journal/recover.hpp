@@ -24,6 +24,17 @@ struct Recovery {
     int staging_removed = 0;          // entries removed from .staging/
     int temp_removed = 0;             // leftover temp files removed
     int spool_removed = 0;            // spool entries removed
+    // A trial the start found (phase "trial"): one of the three ends below, or none.
+    bool trial_completed = false;    // its deadline passed while the container was down
+    bool trial_rolled_back = false;  // trialMaxBoots reached: `current` back to `from`
+    std::optional<Record> trial;     // goes on: the record as rewritten (boots counted)
+    std::string trial_reason;        // "rolled back after commit: …" when rolled back
+};
+
+// How a start during a trial is judged (update.trialMaxBoots, the wall clock in Unix seconds).
+struct TrialRule {
+    int64_t max_boots = 3;
+    int64_t now = 0;
 };
 
 // Tidies the downloader's spool and returns how many entries went (download::tidy_spool in the
@@ -38,6 +49,6 @@ using ClearSpool = std::function<Result<int>()>;
 // download runs before recovery, so nothing there is in use. Logs what it did, in one line. Fault
 // points `recover.*` via the store and journal points it uses.
 [[nodiscard]] Result<Recovery> recover(const store::Volume& vol, Journal& journal,
-                                       const ClearSpool& clear_spool);
+                                       const ClearSpool& clear_spool, const TrialRule& trial = {});
 
 }  // namespace myr::journal

@@ -13,10 +13,14 @@
 namespace myr::journal {
 namespace {
 
-Status require_no_journal(const Journal& journal, const char* what) {
+// `trial_ok`: a new version's trial (op update, phase trial) is the one journal that recovery
+// keeps; seeding may run over it (an activation replaces it, and the trial is moot then).
+Status require_no_journal(const Journal& journal, const char* what, bool trial_ok = false) {
     auto loaded = journal.load();
     if (!loaded) return loaded.fail(what);
-    if (loaded->kind != Loaded::Kind::absent) {
+    const bool trial = loaded->kind == Loaded::Kind::ok && loaded->record.op == Op::update &&
+                       loaded->record.phase == phase::trial;
+    if (loaded->kind != Loaded::Kind::absent && !(trial && trial_ok)) {
         return fail(std::string(what) + ": " + journal.dir() +
                     "/journal.json exists: recovery must run first");
     }
@@ -51,7 +55,7 @@ void log_outcome(const SeedOutcome& o, const std::string& image_path) {
 }  // namespace
 
 Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedInput& in) {
-    MYR_TRY(require_no_journal(journal, "seed"), "seed");
+    MYR_TRY(require_no_journal(journal, "seed", true), "seed");
     SeedOutcome out;
     auto x = in.version_ok ? store::version_from_output(in.version_output) : std::nullopt;
 

@@ -35,8 +35,10 @@ struct SeedOutcome {
 
 // Decides per the precedence table and, when the image wins, activates it through a journaled
 // activation (op seed) followed by GC. Fails when a journal is still present (recovery has not run:
-// until then an existing active version is never replaced), and when the image version is unknown
-// and nothing intact is active (the start fails). Fault points: the store's and the journal's.
+// until then an existing active version is never replaced), except a trial's, which recovery keeps
+// (an activation of the image replaces it: the trial is moot then), and when the image version is
+// unknown and nothing intact is active (the start fails). Fault points: the store's and the
+// journal's.
 [[nodiscard]] Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal,
                                        const SeedInput& in);
 

@@ -47,6 +47,8 @@ update::Settings update_settings(const config::Config& cfg, const std::string& i
     s.gid = ::getgid();
     s.stop_timeout = cfg.container->stop_timeout;
     s.start_jitter = cfg.update.start_jitter;
+    s.trial_period = cfg.update.trial_period;
+    s.trial_max_restarts = cfg.update.trial_max_restarts;
     return s;
 }
 
@@ -101,8 +103,12 @@ ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, 
                      (!installer_ || installer_->ready());
           },
           [this] {
-              if (!installer_ || installer_->state() == update::State::idle) {
-                  return child_.describe();
+              if (!installer_) return child_.describe();
+              // Idle, unless a trial resumed after a restart runs: it is named too.
+              if (installer_->state() == update::State::idle) {
+                  std::string trial = installer_->trial_text();
+                  return trial.empty() ? child_.describe()
+                                       : child_.describe() + "; " + installer_->describe();
               }
               if (!installer_->ready()) return installer_->describe();
               return child_.describe() + "; " + installer_->describe();
@@ -227,6 +233,10 @@ service::CriticalSection* ContainerRuntime::start_installer() {
     // Package names are the server's; the collector's binary name is the usual one.
     if (volume_->interrupted) {
         installer_->report_interrupted(*volume_->interrupted, cfg_.collector.binary);
+    }
+    // A trial that recovery let go on (the container restarted within it) runs to its deadline.
+    if (volume_->trial && seeded.active_version == volume_->trial->to) {
+        installer_->resume_trial(volume_->trial->to, volume_->trial->trial_until);
     }
     packages_ = std::make_unique<PackageAdapter>(*installer_);
     return installer_.get();

@@ -10,7 +10,7 @@ namespace {
 
 // Blocks: runs on the work queue.
 Result<SharedVolume> open_and_recover(const std::string& install_dir, const std::string& binary,
-                                      const std::string& state_dir) {
+                                      const std::string& state_dir, int64_t max_boots) {
     auto state = statedir::StateDir::open(state_dir);
     if (!state) return state.fail();
     // First of all: a second updater on this volume must not touch it at all (Volume::open
@@ -19,19 +19,23 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
     if (!lock) return lock.fail();
     auto vol = store::Volume::open(install_dir, binary);
     if (!vol) return vol.fail("volume " + install_dir);
-    auto opened = std::make_shared<OpenVolume>(OpenVolume{std::move(vol.value()), *state,
-                                                          journal::Journal(*state), std::nullopt,
-                                                          std::nullopt, std::move(*lock)});
-    auto rec = journal::recover(opened->store, opened->journal,
-                                [&state = opened->state] { return download::tidy_spool(state); });
+    auto opened = std::make_shared<OpenVolume>(
+        OpenVolume{std::move(vol.value()), *state, journal::Journal(*state), std::nullopt,
+                   std::nullopt, std::nullopt, std::move(*lock)});
+    auto rec = journal::recover(
+        opened->store, opened->journal,
+        [&state = opened->state] { return download::tidy_spool(state); },
+        journal::TrialRule{max_boots, unix_seconds(wall_now())});
     if (!rec) return rec.fail("recovery");
+    opened->trial = rec->trial;
     // An update that recovery undid is the last attempt's outcome; losing that record costs only
     // the "failed before" rule, so it does not stop the start.
     auto att = update::record_recovery(opened->state, *rec, format_rfc3339(wall_now()));
     if (!att) {
         log::warn("recovery: last attempt not recorded", {{"error", att.error().message()}});
     } else if (att->has_value()) {
-        log::warn("recovery: interrupted update recorded",
+        log::warn(rec->trial_rolled_back ? "recovery: trial failed, rollback recorded"
+                                         : "recovery: interrupted update recorded",
                   {{"version", (*att)->version}, {"reason", (*att)->reason}});
         opened->interrupted = **att;
     }
@@ -52,15 +56,18 @@ void recover_volume(loop::Scheduler& sched, const config::Config& cfg,
     // Written by the job, read by `done` after libuv's completion callback (a happens-before edge).
     struct Job {
         std::string install_dir, binary, state_dir;
+        int64_t max_boots = 3;
         std::optional<Result<SharedVolume>> result;
     };
     auto job = std::make_shared<Job>();
     job->install_dir = cfg.collector.install_dir;
     job->binary = cfg.collector.binary;
     job->state_dir = cfg.collector.state_dir;
+    job->max_boots = cfg.update.trial_max_boots;
     sched.post_work(
         [job] {
-            job->result.emplace(open_and_recover(job->install_dir, job->binary, job->state_dir));
+            job->result.emplace(
+                open_and_recover(job->install_dir, job->binary, job->state_dir, job->max_boots));
         },
         [job, done = std::move(done)](bool cancelled) {
             if (cancelled) return done(fail(Errc::cancelled, "recovery: cancelled by shutdown"));

@@ -38,6 +38,8 @@ struct OpenVolume {
     std::optional<update::Installed> installed;
     // The install that recovery undid at this start, if any (reported after connecting).
     std::optional<update::Attempt> interrupted;
+    // A trial that goes on after this start (its journal, with this start counted).
+    std::optional<journal::Record> trial;
     // Held from before recovery to the process's end: one updater per state directory.
     statedir::WriterLock lock;
 };

@@ -63,6 +63,9 @@ class CriticalSection {
     virtual bool active() const = 0;
     // Runs `cb` once on the loop when the section ends (at once if it is not active).
     virtual void on_end(std::function<void()> cb) = 0;
+    // A crash loop now is the installer's to handle (a rollback), not a reason to exit: inside
+    // the section, and during a new version's trial, which rolls back on a crash loop.
+    virtual bool handles_crash_loop() const { return active(); }
 };
 
 // Until the installer plugs in its own: never in a critical section.

@@ -8,6 +8,7 @@
 #include "core/hex.hpp"
 #include "core/log.hpp"
 #include "core/random.hpp"
+#include "core/time.hpp"
 #include "update/check.hpp"
 #include "update/requests.hpp"
 
@@ -47,6 +48,8 @@ Installer::Installer(loop::Scheduler& sched, Ports ports, Settings settings,
       rounds_(sched, ports.health, ports.service, health_checks(settings_),
               rounds_settings(settings_)),
       rollback_(ports.service, ports.volume, rounds_),
+      trial_(sched, ports.service),
+      resumed_deadline_(sched.timer()),
       end_wait_(sched) {}
 
 void Installer::offer(Offer o) {
@@ -54,6 +57,10 @@ void Installer::offer(Offer o) {
     if (shutting_down_) return;
     if (state_ != State::idle) return offer_during_install(std::move(o));
     if (ledger_.settled(o)) return;
+    if (resumed_end_) {
+        pending_ = std::move(o);  // the resumed trial is being closed: right after it
+        return;
+    }
     accept(std::move(o));
     if (!pkg_) {
         publish();  // nothing to install: only the answers for the other packages
@@ -89,6 +96,11 @@ void Installer::offer_during_install(Offer o) {
 
 // Makes `o` the install in progress; the ledger lays out its report.
 void Installer::accept(Offer o) {
+    if (!resumed_version_.empty()) {
+        log::info("update: a new offer ends the trial as passed", {{"version", resumed_version_}});
+        resumed_deadline_->stop();
+        resumed_version_.clear();
+    }
     offer_ = std::move(o);
     pkg_ = ledger_.open(*offer_);
 }
@@ -120,10 +132,11 @@ void Installer::post(Event ev, Why why) {
     State from = state_;
     step_.reset();
     rollback_.cancel();  // and the health rounds
+    trial_.stop();
     ++gen_;
     state_ = *n;
     log_state(from, state_);
-    if (critical(from) && !critical(state_)) {
+    if (in_section(from) && !in_section(state_)) {
         end_wait_.release(shutting_down_);
         publish();  // the owner learns that the section is over (readiness, a pending crash loop)
     }
@@ -144,7 +157,7 @@ void Installer::later(Event ev, Why why) {
 // Journaled states write the journal durably first: a crash during the work then finds a journal
 // that names it.
 void Installer::enter(State s) {
-    if (!journaled(s)) return work(s);
+    if (!journaled(s) || (s == State::trial && !trial_on())) return work(s);
     auto done = bound([this, s](Status st) {
         // Going back to the known-good version is the safe direction even unjournaled.
         if (!st && s == State::rolling_back) {
@@ -156,6 +169,10 @@ void Installer::enter(State s) {
         work(s);
     });
     VolumeOps::JournalEntry e{std::string(phase(s)), from_, pkg_->version, hex::encode(pkg_->hash)};
+    if (s == State::trial) {
+        trial_until_ = sched_.wall() + settings_.trial_period;
+        e.trial_until = unix_seconds(trial_until_);
+    }
     step_ = ports_.volume.write_journal(std::move(e), std::move(done));
 }
 
@@ -196,6 +213,8 @@ void Installer::work(State s) {
                 fail_with(Failure::health, "health check failed: " + v.why);
             }));
             return;
+        case State::trial:
+            return start_trial();
         case State::committed:
             return commit();
         case State::failed:
@@ -355,6 +374,82 @@ void Installer::activate() {
         post(Event::done);
     });
     step_ = ports_.volume.activate(std::move(a), std::move(done));
+}
+
+// The trial (machine.hpp): Installed is reported and packages.json written now (the version
+// serves), but the journal stays (phase trial, with its deadline) and GC waits, so that the
+// previous version is still there to go back to until the trial is over.
+void Installer::start_trial() {
+    if (!trial_on()) return later(Event::done);
+    unhealthy_reason_.clear();
+    Installed packages = ledger_.installed(*offer_, *pkg_, staged_.has_value());
+    auto done = bound([this, packages](Status st) {
+        if (!st) return fail_with(Failure::commit, one_line("commit: " + st.error().message()));
+        ledger_.commit(*offer_, packages, attempt(Outcome::installed, ""));
+        publish();
+        log::info("update: on trial", {{"version", pkg_->version},
+                                       {"until", format_rfc3339(trial_until_)},
+                                       {"previous", from_}});
+        // To the journaled deadline, which a restart would go by too.
+        auto left = std::chrono::duration_cast<Duration>(trial_until_ - sched_.wall());
+        trial_.start(std::max(left, Duration(0)), settings_.trial_max_restarts, pkg_->version,
+                     bound([this](Status verdict) {
+                         if (verdict) return post(Event::done);
+                         fail_with(Failure::trial,
+                                   "rolled back after commit: " + verdict.error().message());
+                     }));
+    });
+    VolumeOps::Finish f;
+    f.clear_journal = false;
+    f.attempt = attempt(Outcome::installed, "");
+    f.packages = packages;
+    step_ = ports_.volume.finish(std::move(f), std::move(done));
+}
+
+void Installer::resume_trial(std::string version, int64_t until) {
+    resumed_version_ = std::move(version);
+    trial_until_ = WallTime(std::chrono::seconds(until));
+    auto left = std::chrono::duration_cast<Duration>(trial_until_ - sched_.wall());
+    log::info("update: the trial goes on after a restart",
+              {{"version", resumed_version_}, {"until", format_rfc3339(trial_until_)}});
+    resumed_deadline_->start(std::max(left, Duration(0)),
+                             guard_.bind([this] { end_resumed_trial(); }));
+}
+
+// The resumed trial's deadline: what committed does at the end of a trial in one run, without
+// the report (packages.json and Installed were written when the trial began).
+void Installer::end_resumed_trial() {
+    if (state_ != State::idle || resumed_version_.empty()) return;
+    VolumeOps::Finish f;
+    f.gc = true;
+    resumed_end_ = ports_.volume.finish(std::move(f), guard_.bind([this](Status st) {
+        if (!st) {
+            log::warn("update: the end of the trial not recorded (the next start decides)",
+                      {{"version", resumed_version_}, {"error", st.error().message()}});
+        } else {
+            log::info("update: trial passed", {{"version", resumed_version_}});
+        }
+        resumed_version_.clear();
+        sched_.post(guard_.bind([this] {
+            resumed_end_.reset();
+            publish();
+            if (state_ == State::idle) rest();  // an offer that arrived meanwhile
+        }));
+    }));
+}
+
+std::string Installer::trial_text() const {
+    if (state_ != State::trial && resumed_version_.empty()) return "";
+    return "trial until " + format_rfc3339(trial_until_);
+}
+
+std::string Installer::describe() const {
+    if (state_ == State::trial) return pkg_->version + " on " + trial_text();
+    if (state_ == State::idle || !pkg_) {
+        if (!resumed_version_.empty()) return resumed_version_ + " on " + trial_text();
+        return "no install in progress";
+    }
+    return "installing " + pkg_->version + ": " + to_string(state_);
 }
 
 void Installer::commit() {

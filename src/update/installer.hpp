@@ -36,6 +36,7 @@
 #include "update/ports.hpp"
 #include "update/rollback.hpp"
 #include "update/settings.hpp"
+#include "update/trial_watch.hpp"
 
 namespace myr::update {
 
@@ -75,6 +76,12 @@ class Installer : public service::CriticalSection {
     // the restart, and the same offer again (same all_packages_hash) is recognised as installed
     // while its version is still the active one.
     void restore(Installed in) { ledger_.restore(std::move(in)); }
+    // A trial that recovery let go on after a restart (journal phase "trial", deadline `until` in
+    // Unix seconds): at the deadline the journal is cleared and GC runs, as at the end of a trial
+    // in one run. Only the deadline is watched: a crash loop now ends the container as usual,
+    // and the next start counts it as a boot. An offer before the deadline ends the trial as
+    // passed (the new install starts from this version).
+    void resume_trial(std::string version, int64_t until);
 
     void offer(Offer offer);
     const Report& report() const { return ledger_.report(); }
@@ -88,7 +95,8 @@ class Installer : public service::CriticalSection {
     void shutdown();
 
     // service::CriticalSection: the runtime's shutdown waits on it.
-    bool active() const override { return critical(state_) && !end_wait_.released(); }
+    bool active() const override { return in_section(state_) && !end_wait_.released(); }
+    bool handles_crash_loop() const override { return active() || state_ == State::trial; }
     void on_end(std::function<void()> cb) override {
         if (!active()) return cb();
         end_wait_.add(std::move(cb));
@@ -96,16 +104,20 @@ class Installer : public service::CriticalSection {
 
     // For /readyz: false in the critical section, with the step it is in.
     bool ready() const { return !critical(state_); }
-    std::string describe() const {
-        if (state_ == State::idle || !pkg_) return "no install in progress";
-        return "installing " + pkg_->version + ": " + to_string(state_);
-    }
+    std::string describe() const;
+    // During a trial (in this run or resumed after a restart): "trial until <RFC3339 time>";
+    // "" otherwise.
+    std::string trial_text() const;
     // The collector health after an install: false after a rollback whose health check failed
     // too (the previous version runs, unproven), with why.
     bool unhealthy() const { return !unhealthy_reason_.empty(); }
     const std::string& unhealthy_reason() const { return unhealthy_reason_; }
 
   private:
+    // A trial runs when update.trialPeriod is set and no shutdown is under way; without one,
+    // trial is a step of the commit and stays inside the critical section (in_section).
+    bool trial_on() const { return settings_.trial_period > Duration(0) && !shutting_down_; }
+    bool in_section(State s) const { return critical(s) || (s == State::trial && !trial_on()); }
     void post(Event ev, Why why = {});
     void fail_with(Failure code, std::string text) { post(Event::failed, {code, std::move(text)}); }
     // A step's answer: done, or failed with `code` and "<what>: <error>".
@@ -134,6 +146,8 @@ class Installer : public service::CriticalSection {
     void stage();
     void preflight();
     void activate();
+    void start_trial();
+    void end_resumed_trial();
     void commit();
     void commit_failed(const Error& e);
     void finish_failed();
@@ -171,6 +185,12 @@ class Installer : public service::CriticalSection {
     std::optional<download::Artifact> artifact_;
     std::optional<Stager::Staged> staged_;
     RollbackResult rolled_;
+    TrialWatch trial_;
+    WallTime trial_until_{};  // the trial's deadline (this run's or the resumed one's)
+    // A trial resumed after a restart: its version, its deadline timer, the step that ends it.
+    std::string resumed_version_;
+    std::unique_ptr<loop::Timer> resumed_deadline_;
+    std::unique_ptr<Step> resumed_end_;
 
     std::optional<Offer> pending_;  // the latest offer that arrived during an install
     std::string unhealthy_reason_;

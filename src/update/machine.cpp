@@ -68,10 +68,15 @@ constexpr Transition kTable[] = {
     {S::starting,         E::cancel,     S::starting},
     {S::starting,         E::shutdown,   S::starting},
 
-    {S::health_checking,  E::done,       S::committed},
+    {S::health_checking,  E::done,       S::trial},
     {S::health_checking,  E::failed,     S::rolling_back},
     {S::health_checking,  E::cancel,     S::health_checking},
     {S::health_checking,  E::shutdown,   S::health_checking},
+
+    {S::trial,            E::done,       S::committed},
+    {S::trial,            E::failed,     S::rolling_back},
+    {S::trial,            E::cancel,     S::committed},
+    {S::trial,            E::shutdown,   S::idle},
 
     {S::committed,        E::done,       S::idle},
     {S::committed,        E::failed,     S::idle},
@@ -114,6 +119,7 @@ constexpr std::array<Traits, kStateCount> kTraits = {{
     {"swapping",          true,      true},
     {"starting",          true,      true},
     {"health-checking",   true,      true},
+    {"trial",             true,      false},
     {"committed",         false,     true},
     {"failed",            false,     false},
     {"rolling-back",      true,      true},

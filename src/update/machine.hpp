@@ -20,11 +20,19 @@
 //                                                                        back to `from`
 //   starting        J  yes       start the child                         current new: back
 //   health_checking J  yes       health rounds                           current new: back
+//   trial           J  -         packages.json; watch the supervisor     current new: kept, a
+//                                until update.trialPeriod ends           boot counted (at
+//                                                                        trialMaxBoots: back)
 //   committed       -  yes       clear journal, packages.json, GC        journal gone: new kept
 //   failed          -  -         clean up, last-attempt.json             journal maybe: cleaned
 //   rolling_back    J  yes       stop, switch back, start, health        back to `from`
 //   rolled_back     -  yes       clear journal, last-attempt.json        journal maybe: back
 // clang-format on
+//
+// The trial (skipped when update.trialPeriod is 0) is outside the critical section: the new
+// version serves, /readyz is 200 and a shutdown does not wait for it; the journal it keeps makes
+// the next start count a boot and go on with it. A newer offer ends it as passed (committed, then
+// the new install starts from this version).
 //
 // Invariants: `current` changes only in swapping and rolling_back, both journaled first, so a
 // crash with `current` naming an unproven version always has a journal saying so; the journal is
@@ -51,12 +59,13 @@ enum class State {
     swapping,
     starting,
     health_checking,
+    trial,
     committed,
     failed,
     rolling_back,
     rolled_back,
 };
-inline constexpr size_t kStateCount = 14;
+inline constexpr size_t kStateCount = 15;
 
 enum class Event {
     offer,      // an offer to work on (a new one, or the one remembered during an install)

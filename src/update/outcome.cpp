@@ -43,6 +43,8 @@ const char* to_string(Failure f) {
             return "health";
         case Failure::commit:
             return "commit";
+        case Failure::trial:
+            return "trial";
         case Failure::cancelled:
             return "cancelled";
     }

@@ -34,6 +34,7 @@ enum class Failure {
     start,       // starting the supervisor on the new version
     health,      // the health rounds did not pass in time
     commit,      // the end of a good install could not be written
+    trial,       // the supervisor crash-looped on the new version during its trial
     cancelled,   // a newer offer superseded it
 };
 const char* to_string(Failure f);

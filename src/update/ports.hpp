@@ -200,6 +200,8 @@ class VolumeOps {
         // The offer's package hash: the first write of an install also records it as
         // "in-progress" in last-attempt.json, so a start after a crash knows which offer it was.
         std::string package_hash_hex;
+        // Phase "trial": its deadline in Unix seconds (journal "trialUntil"); 0 otherwise.
+        int64_t trial_until = 0;
     };
     [[nodiscard]] virtual std::unique_ptr<Step> write_journal(JournalEntry entry, Done done) = 0;
 

@@ -36,6 +36,8 @@ struct Settings {
     // update.startJitter; zero here (the config's default is 30 s) so that a test that is not
     // about the jitter starts its download at once.
     Duration start_jitter{0};
+    Duration trial_period = std::chrono::minutes(10);  // 0: no trial
+    uint32_t trial_max_restarts = 3;
 };
 
 }  // namespace myr::update

@@ -245,16 +245,23 @@ Status store_installed(const statedir::StateDir& dir, const Installed& in) {
 
 Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
                                                const journal::Recovery& r, const std::string& now) {
-    if (!r.update_interrupted || !r.record) return std::optional<Attempt>();
+    if ((!r.update_interrupted && !r.trial_rolled_back) || !r.record) {
+        return std::optional<Attempt>();
+    }
     Attempt a;
     a.version = r.record->to;
-    a.outcome = Outcome::interrupted;
-    a.reason = "interrupted while " + r.record->phase + "; recovery: " + r.action;
+    a.outcome = r.trial_rolled_back ? Outcome::rolled_back : Outcome::interrupted;
+    a.reason = r.trial_rolled_back
+                   ? r.trial_reason + "; recovery: " + r.action
+                   : "interrupted while " + r.record->phase + "; recovery: " + r.action;
     a.at = now;
-    // The in-progress record names the offer; an unreadable one costs only the "failed before"
-    // rule for this offer.
-    if (auto prev = load_attempt(dir); prev && prev->has_value() &&
-                                       (*prev)->outcome == Outcome::in_progress &&
+    // The in-progress record (for a trial, the installed one written at its start, or the
+    // in-progress one when a crash came between the trial's journal and that write) names the
+    // offer; an unreadable one costs only the "failed before" rule for this offer.
+    auto names_offer = [&r](Outcome o) {
+        return o == Outcome::in_progress || (r.trial_rolled_back && o == Outcome::installed);
+    };
+    if (auto prev = load_attempt(dir); prev && prev->has_value() && names_offer((*prev)->outcome) &&
                                        (*prev)->version == a.version) {
         a.package_hash_hex = (*prev)->package_hash_hex;
     }

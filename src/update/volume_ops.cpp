@@ -81,6 +81,8 @@ std::unique_ptr<Step> StoreVolumeOps::write_journal(JournalEntry e, Done done) {
     } else {
         record_->phase = e.phase;
     }
+    record_->trial_until = e.trial_until;
+    record_->boots = 0;
     journal::Record r = *record_;
     std::optional<Attempt> in_progress;
     if (first) {

@@ -21,6 +21,9 @@
 //   --orphan-life MS      FAKE_SUP_ORPHAN_LIFE    default 1000
 //   --exit-after MS       FAKE_SUP_EXIT_AFTER     exit after MS milliseconds…
 //   --exit-code C         FAKE_SUP_EXIT_CODE      …with this code (default 0)
+//   --exit-with-agent     FAKE_SUP_EXIT_WITH_AGENT=1  when the agent ends unasked, exit with its
+//                                                 code instead of restarting it (a supervisor
+//                                                 that crash-loops with its collector)
 //   --ignore-term         FAKE_SUP_IGNORE_TERM=1  record TERM but keep running
 //   --pid-file F          FAKE_SUP_PID_FILE       write our pid (as we see it) to F
 //   --upstream-signals    FAKE_SUP_UPSTREAM_SIGNALS=1  take signals as the upstream supervisor
@@ -239,6 +242,7 @@ int main(int argc, char** argv) {
     bool ignore_term = has_flag(argc, argv, "ignore-term", "FAKE_SUP_IGNORE_TERM");
     bool upstream = has_flag(argc, argv, "upstream-signals", "FAKE_SUP_UPSTREAM_SIGNALS");
     bool bootstrap = has_flag(argc, argv, "upstream-bootstrap", "FAKE_SUP_UPSTREAM_BOOTSTRAP");
+    bool exit_with_agent = has_flag(argc, argv, "exit-with-agent", "FAKE_SUP_EXIT_WITH_AGENT");
 
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -304,6 +308,13 @@ int main(int argc, char** argv) {
                         if (now_ms() < bootstrap_until) {
                             bootstrap_failed = true;
                             continue;
+                        }
+                        if (exit_with_agent) {
+                            int code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+                            std::printf("fake-opampsupervisor: agent ended, exiting with %d\n",
+                                        code);
+                            std::fflush(stdout);
+                            return code;
                         }
                         agent_restart_at = now_ms() + 200;
                     }

@@ -46,7 +46,9 @@ std::string UpdaterConfig::yaml() const {
            field("downloadTimeout", download_timeout) + field("startJitter", start_jitter) +
            field("healthTimeout", health_timeout) +
            field("healthSuccesses", number(health_successes)) +
-           field("healthInterval", health_interval) + "collector:\n" +
+           field("healthInterval", health_interval) + field("trialPeriod", trial_period) +
+           field("trialMaxRestarts", number(trial_max_restarts)) +
+           field("trialMaxBoots", number(trial_max_boots)) + "collector:\n" +
            field("installDir", install_dir) + field("stateDir", state_dir) +
            field("keepVersions", number(keep_versions)) +
            (collector_health_url ? "  healthUrl: " + quote(*collector_health_url) + "\n" : "") +

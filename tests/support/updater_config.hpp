@@ -27,6 +27,10 @@ struct UpdaterConfig {
     std::string start_jitter = "0s";
     std::string health_timeout, health_interval;
     std::optional<int> health_successes;
+    // No trial by default: the older tests expect an install to end at its commit; the trial's
+    // own tests (update_trial_test.cpp) set it.
+    std::string trial_period = "0s";
+    std::optional<int> trial_max_restarts, trial_max_boots;
     // collector
     std::string install_dir;
     std::string state_dir;

@@ -237,6 +237,21 @@ TEST_CASE("config: startJitter is 30 s by default, 0 turns it off, an hour at mo
     expect_problem("update:\n  startJitter: -1s\n", "update.startJitter", "");
 }
 
+TEST_CASE("config: the trial's keys: 10m, 3 and 3 by default; 0s turns the trial off") {
+    const std::string head = "update:\n  requireSignature: false\n  trustedRootFile: \"\"\n";
+    Config d = expect_ok(head);
+    CHECK(d.update.trial_period == 10min);
+    CHECK(d.update.trial_max_restarts == 3);
+    CHECK(d.update.trial_max_boots == 3);
+    Config set = expect_ok(head + "  trialPeriod: 0s\n  trialMaxRestarts: 1\n  trialMaxBoots: 5\n");
+    CHECK(set.update.trial_period == 0s);
+    CHECK(set.update.trial_max_restarts == 1);
+    CHECK(set.update.trial_max_boots == 5);
+    expect_problem("update:\n  trialMaxRestarts: 0\n", "update.trialMaxRestarts", "");
+    expect_problem("update:\n  trialMaxBoots: 0\n", "update.trialMaxBoots", "");
+    expect_problem("update:\n  trialPeriod: soon\n", "update.trialPeriod", "invalid duration");
+}
+
 TEST_CASE("config: healthListen \"\" disables the endpoints") {
     Config c = expect_ok(kContainer + "  healthListen: \"\"\n", Mode::container);
     CHECK_FALSE(c.container->health_listen.has_value());

@@ -322,3 +322,75 @@ TEST_CASE("recover: a staging or spool leftover that cannot be removed does not 
     CHECK(test::exists(f.dir + "/.staging/" + deep->id));  // left, with a warning
     CHECK_FALSE(test::exists(f.dir + "/.staging/" + plain->id));
 }
+
+TEST_CASE("recover: a start during a trial counts a boot, keeps the new version and the journal") {
+    Fixture f;
+    f.activate("0.115.0", "a");
+    f.activate("0.116.0", "b");
+    auto rec = journal::begin(journal::Op::update, "0.115.0", "0.116.0", "trial");
+    rec.trial_until = 2000;
+    rec.boots = 1;
+    REQUIRE(f.j.write(rec));
+    auto r = journal::recover(f.vol, f.j, f.spool, journal::TrialRule{3, 1000});
+    REQUIRE(r);
+    CHECK_FALSE(r->update_interrupted);
+    CHECK_FALSE(r->trial_rolled_back);
+    REQUIRE(r->trial);
+    CHECK(r->trial->boots == 2);
+    CHECK(r->action == "trial of 0.116.0 goes on (boot 2 of 3)");
+    CHECK(f.current() == "0.116.0");
+    auto kept = f.j.load();
+    REQUIRE(kept->kind == journal::Loaded::Kind::ok);
+    CHECK(kept->record.boots == 2);
+    CHECK(kept->record.trial_until == 2000);
+}
+
+TEST_CASE("recover: the start that uses up trialMaxBoots switches back before anything runs") {
+    Fixture f;
+    f.activate("0.115.0", "a");
+    f.activate("0.116.0", "b");
+    auto rec = journal::begin(journal::Op::update, "0.115.0", "0.116.0", "trial");
+    rec.trial_until = 2000;
+    rec.boots = 2;
+    REQUIRE(f.j.write(rec));
+    auto r = journal::recover(f.vol, f.j, f.spool, journal::TrialRule{3, 1000});
+    REQUIRE(r);
+    CHECK(r->trial_rolled_back);
+    CHECK(r->trial_reason ==
+          "rolled back after commit: the container restarted 3 times during the trial of 0.116.0 "
+          "(update.trialMaxBoots 3)");
+    CHECK(f.current() == "0.115.0");
+    CHECK(store::intact(f.vol, "0.116.0"));  // GC decides later, as after any rollback
+    CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
+}
+
+TEST_CASE("recover: a trial whose deadline passed while the container was down is over") {
+    Fixture f;
+    f.activate("0.115.0", "a");
+    f.activate("0.116.0", "b");
+    auto rec = journal::begin(journal::Op::update, "0.115.0", "0.116.0", "trial");
+    rec.trial_until = 2000;
+    rec.boots = 2;
+    REQUIRE(f.j.write(rec));
+    auto r = journal::recover(f.vol, f.j, f.spool, journal::TrialRule{3, 2000});
+    REQUIRE(r);
+    CHECK(r->trial_completed);
+    CHECK_FALSE(r->trial_rolled_back);
+    CHECK(f.current() == "0.116.0");
+    CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
+}
+
+TEST_CASE("journal: a trial's deadline and boots survive render and parse; others have none") {
+    auto rec = journal::begin(journal::Op::update, "0.115.0", "0.116.0", "trial");
+    rec.trial_until = 1'800'000'600;
+    rec.boots = 2;
+    auto back = journal::parse(journal::render(rec));
+    REQUIRE(back);
+    CHECK(back->trial_until == 1'800'000'600);
+    CHECK(back->boots == 2);
+    auto plain = journal::begin(journal::Op::update, "0.115.0", "0.116.0", "swapping");
+    CHECK(journal::render(plain).find("trialUntil") == std::string::npos);
+    std::string negative = journal::render(rec);
+    negative.replace(negative.find("1800000600"), 10, "-1");
+    CHECK_FALSE(journal::parse(negative));
+}

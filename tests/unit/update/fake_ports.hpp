@@ -171,7 +171,16 @@ class FakeService : public service::ServiceController {
     FakeService(loop::FakeScheduler& s, Trace& t) : sched_(s), trace_(t) {}
     service::State state() const override { return state_; }
     service::Desired desired() const override { return desired_; }
-    void on_change(std::function<void()>) override {}
+    void on_change(std::function<void()> listener) override {
+        listeners_.push_back(std::move(listener));
+    }
+    // The supervisor's state changed on its own (an unexpected end): the listeners hear it on a
+    // later turn, as from the real one.
+    void change(service::State st, service::Desired d = service::Desired::running) {
+        state_ = st;
+        desired_ = d;
+        for (auto& l : listeners_) sched_.post(l);
+    }
     void stop(service::Done done) override {
         trace_.push_back("stop");
         auto fire = [this, done] {
@@ -216,6 +225,7 @@ class FakeService : public service::ServiceController {
   private:
     loop::FakeScheduler& sched_;
     Trace& trace_;
+    std::vector<std::function<void()>> listeners_;
 };
 
 class FakeHealth : public HealthProbe {

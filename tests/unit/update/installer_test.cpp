@@ -26,6 +26,7 @@ Settings settings() {
     s.collector_health_url = kCollectorHealth;
     s.config_file = "/etc/otelcol/effective.yaml";
     s.stop_timeout = 30s;
+    s.trial_period = 0s;  // the trial's own cases set it
     return s;
 }
 
@@ -1053,4 +1054,96 @@ TEST_CASE("installer: 100 installers offered one release spread their downloads 
                              << " ms after the offer; by 2 s: " << histogram);
     CHECK(last - first >= 10s);
     CHECK(*std::max_element(buckets.begin(), buckets.end()) <= 30);
+}
+
+TEST_CASE("installer: a trial reports Installed at once, keeps the journal and GC until its end") {
+    Settings s = settings();
+    s.trial_period = 10min;
+    Rig rig(s);
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.until(State::trial);
+    rig.sched.run_pending();
+    CHECK(rig.traced("journal:trial"));
+    CHECK(rig.trace.back() == "finish:keep:attempt=installed:packages");
+    CHECK(rig.top().code == Code::installed);
+    CHECK(rig.inst->ready());
+    CHECK_FALSE(rig.inst->active());  // a shutdown does not wait for a trial
+    CHECK(rig.inst->handles_crash_loop());
+    CHECK(rig.inst->describe().rfind("0.117.0 on trial until ", 0) == 0);
+    rig.settle(11min);
+    REQUIRE(rig.inst->state() == State::idle);
+    CHECK(rig.trace.back() == "finish:clear:gc:attempt=installed:packages");
+    CHECK(rig.inst->active_version() == "0.117.0");
+}
+
+TEST_CASE("installer: the supervisor ending trialMaxRestarts times in the trial rolls it back") {
+    Settings s = settings();
+    s.trial_period = 10min;
+    s.trial_max_restarts = 2;
+    Rig rig(s);
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.until(State::trial);
+    rig.sched.run_pending();
+    // One end: the trial goes on; the restart brings it back to running.
+    rig.service.change(service::State::waiting_to_restart);
+    rig.sched.run_pending();
+    CHECK(rig.inst->state() == State::trial);
+    rig.service.change(service::State::running);
+    rig.sched.run_pending();
+    rig.service.change(service::State::waiting_to_restart);
+    rig.sched.run_pending();
+    CHECK(rig.inst->state() != State::trial);
+    rig.settle();
+    REQUIRE(rig.inst->state() == State::idle);
+    CHECK(rig.traced("switch_back:0.116.0"));
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK_MESSAGE(rig.top().error.rfind("rolled back after commit: the supervisor ended 2 times "
+                                        "during the trial of 0.117.0 (update.trialMaxRestarts 2)",
+                                        0) == 0,
+                  rig.top().error);
+    CHECK(rig.inst->active_version() == "0.116.0");
+}
+
+TEST_CASE("installer: a crash loop (the restart policy gave up) in the trial rolls back at once") {
+    Settings s = settings();
+    s.trial_period = 10min;
+    Rig rig(s);
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.until(State::trial);
+    rig.sched.run_pending();
+    rig.service.change(service::State::stopped, service::Desired::gave_up);
+    rig.settle();
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK_MESSAGE(
+        rig.top().error.find("crash-looped during the trial of 0.117.0") != std::string::npos,
+        rig.top().error);
+}
+
+TEST_CASE(
+    "installer: a newer offer ends a trial as passed; a shutdown leaves it to the next start") {
+    Settings s = settings();
+    s.trial_period = 10min;
+    {
+        Rig rig(s);
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.until(State::trial);
+        rig.sched.run_pending();
+        rig.inst->offer(offer_of("0.118.0", 'q'));
+        CHECK(rig.inst->state() == State::committed);
+        rig.until(State::trial);
+        // The first trial was committed (journal cleared, GC) before the new install began,
+        // which has a trial of its own.
+        CHECK(rig.traced("finish:clear:gc:attempt=installed:packages"));
+        CHECK(rig.count("journal:trial") == 2);
+        CHECK(rig.inst->describe().rfind("0.118.0 on trial until ", 0) == 0);
+    }
+    {
+        Rig rig(s);
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.until(State::trial);
+        rig.sched.run_pending();
+        rig.inst->shutdown();
+        CHECK(rig.inst->state() == State::idle);
+        CHECK_FALSE(rig.traced("finish:clear"));  // the journal stays for the next start
+    }
 }

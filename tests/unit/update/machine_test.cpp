@@ -50,7 +50,7 @@ const std::map<std::pair<S, E>, S>& expected() {
         const std::pair<S, S> critical_chain[] = {{S::stopping, S::swapping},
                                                   {S::swapping, S::starting},
                                                   {S::starting, S::health_checking},
-                                                  {S::health_checking, S::committed}};
+                                                  {S::health_checking, S::trial}};
         for (auto [from, to] : critical_chain) {
             t[{from, E::done}] = to;
             t[{from, E::failed}] = S::rolling_back;
@@ -64,6 +64,12 @@ const std::map<std::pair<S, E>, S>& expected() {
             t[{end, E::shutdown}] = end;
         }
         t[{S::committed, E::undo}] = S::rolling_back;
+        // The trial: outside the critical section, a crash loop rolls back, a newer offer ends
+        // it as passed, a shutdown leaves it to the next start (the journal counts the boot).
+        t[{S::trial, E::done}] = S::committed;
+        t[{S::trial, E::failed}] = S::rolling_back;
+        t[{S::trial, E::cancel}] = S::committed;
+        t[{S::trial, E::shutdown}] = S::idle;
         t[{S::failed, E::done}] = S::idle;
         t[{S::failed, E::failed}] = S::idle;
         t[{S::failed, E::cancel}] = S::failed;
@@ -135,8 +141,9 @@ TEST_CASE("update machine: the critical section holds a shutdown and a newer off
 }
 
 TEST_CASE("update machine: a journaled state writes its name as the journal phase") {
-    std::set<S> j = {S::downloading, S::verifying, S::staging,         S::preflight,   S::stopping,
-                     S::swapping,    S::starting,  S::health_checking, S::rolling_back};
+    std::set<S> j = {S::downloading, S::verifying,   S::staging,  S::preflight,
+                     S::stopping,    S::swapping,    S::starting, S::health_checking,
+                     S::trial,       S::rolling_back};
     std::set<std::string_view> phases;
     for (S s : all_states()) {
         CAPTURE(to_string(s));
@@ -150,7 +157,15 @@ TEST_CASE("update machine: a journaled state writes its name as the journal phas
     // Journals on disk and the crash matrix's fault points (update.<phase>.before) use these.
     CHECK(phases == std::set<std::string_view>{"downloading", "verifying", "staging", "preflight",
                                                "stopping", "swapping", "starting",
-                                               "health-checking", "rolling-back"});
+                                               "health-checking", "trial", "rolling-back"});
+}
+
+TEST_CASE("update machine: the trial is outside the critical section and fails into a rollback") {
+    CHECK_FALSE(critical(S::trial));
+    CHECK(journaled(S::trial));
+    CHECK(*next(S::trial, E::failed) == S::rolling_back);
+    // Recovery reads this one phase (journal::phase::trial).
+    CHECK(phase(S::trial) == "trial");
 }
 
 TEST_CASE("update machine: names are distinct") {

@@ -334,6 +334,7 @@ struct EndToEnd {
         s.health_interval = std::chrono::seconds(1);
         s.health_timeout = std::chrono::seconds(10);
         s.collector_health_url = Url{"http", "127.0.0.1", 13133, "/"};
+        s.trial_period = Duration(0);  // installer_test.cpp covers the trial
         inst = std::make_unique<Installer>(v.sched, ports(), s, nullptr);
         inst->set_active("0.116.0");
     }
@@ -543,4 +544,42 @@ TEST_CASE(
     CHECK(again.report().packages[0].code == Code::installed);
     CHECK(again.report().packages[0].agent_has_version == "0.117.0");
     CHECK(e.fetcher.requests.size() == fetches);
+}
+
+TEST_CASE(
+    "recovery during a trial: boots counted, the new version kept, then rolled back with "
+    "the offer's hash") {
+    VolumeRig rig;
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("downloading"), d); }));
+    auto [staged, sha] = rig.stage("0.117.0");
+    REQUIRE(rig.wait([&](Done d) {
+        return rig.ops.activate({"0.117.0", staged, sha, "0.116.0"}, d);
+    }));
+    VolumeOps::JournalEntry trial = rig.entry("trial");
+    trial.trial_until = 2000;
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.write_journal(trial, d); }));
+    VolumeOps::Finish f;
+    f.clear_journal = false;
+    f.attempt = Attempt{std::string(64, 'e'), "0.117.0", Outcome::installed, "", "t"};
+    REQUIRE(rig.wait([&](Done d) { return rig.ops.finish(f, d); }));
+    for (int boot = 1; boot <= 2; ++boot) {
+        auto rec = journal::recover(*rig.vol, *rig.j, rig.spool, journal::TrialRule{3, 1000});
+        REQUIRE(rec);
+        REQUIRE(rec->trial);
+        CHECK(rec->trial->boots == boot);
+        CHECK(rig.current() == "0.117.0");
+        CHECK_FALSE(record_recovery(rig.j->state(), *rec, "t")->has_value());
+    }
+    auto rec = journal::recover(*rig.vol, *rig.j, rig.spool, journal::TrialRule{3, 1000});
+    REQUIRE(rec);
+    CHECK(rec->trial_rolled_back);
+    CHECK(rig.current() == "0.116.0");
+    auto att = record_recovery(rig.j->state(), *rec, "t");
+    REQUIRE(att);
+    REQUIRE(att->has_value());
+    CHECK((*att)->outcome == Outcome::rolled_back);
+    CHECK((*att)->package_hash_hex == std::string(64, 'e'));
+    CHECK((*att)->reason.rfind("rolled back after commit: the container restarted 3 times during "
+                               "the trial of 0.117.0 (update.trialMaxBoots 3); recovery: ",
+                               0) == 0);
 }
