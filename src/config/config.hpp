@@ -56,6 +56,12 @@ struct Update {
     // The whole download of one offer, retries and backoff included; unset = derived from
     // max_artifact_size (effective_download_timeout).
     std::optional<Duration> download_timeout;
+    // A transient download failure (docs/update.md, failure classes) is tried again within the
+    // same install until this long after its first try; zero: never.
+    Duration retry_for = std::chrono::hours(6);
+    // How long a deterministic failure keeps the same package hash out; zero: until the offer
+    // changes (or `myriarch-updater forget`).
+    Duration quarantine_for = std::chrono::hours(24);
     Duration health_timeout = std::chrono::minutes(2);
     uint32_t health_successes = 3;
     Duration health_interval = std::chrono::seconds(2);

@@ -42,6 +42,8 @@ WallTime wall_now();
 
 // "2026-11-29T07:14:27Z", or with millis "2026-11-29T07:14:27.123Z". Always UTC.
 std::string format_rfc3339(WallTime t, bool millis = false);
+// The form format_rfc3339 writes (UTC, "Z", optional millis) back to a time.
+Result<WallTime> parse_rfc3339(std::string_view text);
 
 // "500ms", "30s", "10m", "1h", "1h30m", "2.5s". A unit is required; the result must fit in
 // int64 milliseconds. Sub-millisecond precision is refused rather than silently rounded.

@@ -125,6 +125,8 @@ class Installer : public service::CriticalSection {
     void rest();
     void check(const Inspection& in);
     void download();
+    void fetch();
+    void fetch_failed(const Error& e);
     void verify_artifact();
     void stage();
     void preflight();
@@ -162,6 +164,9 @@ class Installer : public service::CriticalSection {
     Why why_;                            // why it failed (the report's error), or cancelled
     bool record_attempt_ = false;        // the failure goes into last-attempt.json
     bool swapped_ = false;               // swapping was entered: a failed commit is undone
+    MonoTime first_try_{};               // of the download: update.retryFor counts from here
+    int retries_ = 0;                    // fetches started again after a transient failure
+    std::unique_ptr<loop::Timer> retry_timer_;
     std::optional<download::Artifact> artifact_;
     std::optional<Stager::Staged> staged_;
     RollbackResult rolled_;

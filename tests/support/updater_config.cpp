@@ -43,7 +43,8 @@ std::string UpdaterConfig::yaml() const {
            field("allowDowngrade", boolean(allow_downgrade)) +
            field("maxMinorSkew", number(max_minor_skew)) +
            field("maxArtifactSize", max_artifact_size) +
-           field("downloadTimeout", download_timeout) + field("healthTimeout", health_timeout) +
+           field("downloadTimeout", download_timeout) + field("retryFor", retry_for) +
+           field("quarantineFor", quarantine_for) + field("healthTimeout", health_timeout) +
            field("healthSuccesses", number(health_successes)) +
            field("healthInterval", health_interval) + "collector:\n" +
            field("installDir", install_dir) + field("stateDir", state_dir) +

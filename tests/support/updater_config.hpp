@@ -23,6 +23,10 @@ struct UpdaterConfig {
     std::optional<int> max_minor_skew;
     std::string max_artifact_size;
     std::string download_timeout;
+    // update.retryFor: off, so that a case about one failed download ends at its first failure
+    // (update_retry_test.cpp sets it).
+    std::string retry_for = "0s";
+    std::string quarantine_for;  // update.quarantineFor ("" = the default)
     std::string health_timeout, health_interval;
     std::optional<int> health_successes;
     // collector

@@ -79,9 +79,10 @@ TEST_CASE("versions: a version too long for a directory name is refused before t
     CHECK(u.stop() == 0);
 }
 
-TEST_CASE("versions: a v-prefixed offer cut short by a crash is failed before after the restart") {
+TEST_CASE("versions: a v-prefixed offer cut short by a crash is undone, then installed again") {
     // A kill -9 while the collector is stopped for a `v…` offer: the next start must parse the
-    // journal it finds, undo the install, and not try the same offer again on its own.
+    // journal it finds and undo the install; an interruption quarantines nothing (issue 23), so
+    // the same offer again is installed.
     if (!can_run_pid1()) return;
     Rig rig;
     rig.first_start(rig.release("0.116.0"));
@@ -106,14 +107,9 @@ TEST_CASE("versions: a v-prefixed offer cut short by a crash is failed before af
     check_settled(rig, "0.116.0");
 
     Status st = final_status(rig, u, offer);
-    CHECK(st.status == "InstallFailed");
-    CHECK_MESSAGE(st.error.rfind("failed before, not tried again until the offer changes: "
-                                 "interrupted while ",
-                                 0) == 0,
-                  st.error);
-    CHECK(rig.artifact_server->requests() == requests);
-    CHECK(u.count("state=stopping ") == 0);
-    check_settled(rig, "0.116.0");
+    CHECK_MESSAGE(st.status == "Installed", st.error);
+    CHECK(rig.artifact_server->requests() > requests);
+    check_settled(rig, "0.117.0");
     CHECK(u.stop() == 0);
 }
 

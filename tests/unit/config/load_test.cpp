@@ -226,6 +226,16 @@ TEST_CASE("config: downloadTimeout is a duration, or derived from maxArtifactSiz
     CHECK(effective_download_timeout(derived.update) == 5min + 1024s);
 }
 
+TEST_CASE("config: retryFor and quarantineFor default to 6h and 24h; 0s is allowed") {
+    const std::string head = "update:\n  requireSignature: false\n  trustedRootFile: \"\"\n";
+    Config defaults = expect_ok(head);
+    CHECK(defaults.update.retry_for == 6h);
+    CHECK(defaults.update.quarantine_for == 24h);
+    Config zero = expect_ok(head + "  retryFor: 0s\n  quarantineFor: 0s\n");
+    CHECK(zero.update.retry_for == 0s);
+    CHECK(zero.update.quarantine_for == 0s);
+}
+
 TEST_CASE("config: healthListen \"\" disables the endpoints") {
     Config c = expect_ok(kContainer + "  healthListen: \"\"\n", Mode::container);
     CHECK_FALSE(c.container->health_listen.has_value());
@@ -259,6 +269,8 @@ const KeyCase kKeys[] = {
     {"update", "maxMinorSkew", "expected an integer"},
     {"update", "maxArtifactSize", "expected a size"},
     {"update", "downloadTimeout", "expected a duration"},
+    {"update", "retryFor", "expected a duration"},
+    {"update", "quarantineFor", "expected a duration"},
     {"update", "healthTimeout", "expected a duration"},
     {"update", "healthSuccesses", "expected an integer"},
     {"update", "healthInterval", "expected a duration"},
