@@ -53,8 +53,8 @@ struct Update {
     // not checked.
     int max_minor_skew = 1;
     uint64_t max_artifact_size = 1ULL << 30;
-    // The whole download of one offer, retries and backoff included; unset = derived from
-    // max_artifact_size (effective_download_timeout).
+    // One fetch of an offer, the downloader's tries and backoff included (the installer's retries
+    // start a new one); unset = derived from max_artifact_size (effective_download_timeout).
     std::optional<Duration> download_timeout;
     // A transient download failure (docs/update.md, failure classes) is tried again within the
     // same install until this long after its first try; zero: never.
