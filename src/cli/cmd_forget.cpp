@@ -32,9 +32,10 @@ int cmd_forget(const std::vector<std::string>& argv) {
     if (!path || path->empty()) return usage_error("forget", "--config FILE is required");
     const std::string hash = args->get("package-hash").value_or("");
     if (args->get("package-hash") && !is_sha256_hex(hash)) {
-        return usage_error("forget", "--package-hash must be 64 lower-case hex digits (the "
-                                     "packageHash of last-attempt.json), not \"" +
-                                         hash + "\"");
+        return usage_error("forget",
+                           "--package-hash must be 64 lower-case hex digits (the "
+                           "packageHash of last-attempt.json), not \"" +
+                               hash + "\"");
     }
     config::LoadResult r = config::load_file(*path, config::Mode::any);
     if (!r.config) {

@@ -72,8 +72,8 @@ TEST_CASE("retry: 503 for 60 s, then served: Installed without a re-offer, retry
     size_t from = 0;
     const auto t0 = std::chrono::steady_clock::now();
     Status st = final_status(rig, u, {"0.117.0", v117, "fail_for=60"}, from, 240s);
-    const auto took = std::chrono::duration_cast<std::chrono::seconds>(
-        std::chrono::steady_clock::now() - t0);
+    const auto took =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0);
     CHECK_MESSAGE(st.status == "Installed", st.error << "\nlog:\n" << u.log());
     const std::vector<std::string> said = retrying(rig, from);
     REQUIRE_MESSAGE(!said.empty(), "no \"retrying\" status; sequence: "
@@ -114,8 +114,9 @@ TEST_CASE("retry: retryFor 30s ends the install, not quarantined: the same offer
     CHECK(again.stop() == 0);
 }
 
-TEST_CASE("retry: a hash mismatch is quarantined, forget lifts it while PID 1 runs, a new hash "
-          "installs") {
+TEST_CASE(
+    "retry: a hash mismatch is quarantined, forget lifts it while PID 1 runs, a new hash "
+    "installs") {
     if (!can_run_pid1()) return;
     Retrying r("");
     auto& [rig, u, v117] = r;
