@@ -9,6 +9,9 @@
 // ledger.hpp), the Checking rules (a pure verdict, check.hpp), the health rounds
 // (health_rounds.hpp) and the rollback's steps inside rolling_back (rollback.hpp).
 //
+// Downloading fetches again after a transient failure, within update.retryFor (retry.hpp); the
+// wait between fetches is a timer tied to the state like any completion.
+//
 // Offers during an install: the same offer again is ignored; a different one is remembered
 // (latest wins), cancels the install before the critical section and waits for its end inside it.
 // Shutdown: outside the critical section the install is dropped where it is (the journal, if
