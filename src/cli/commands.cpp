@@ -58,6 +58,19 @@ const std::vector<Command>& commands() {
          "network). Prints `verified: <subject> <issuer> <sha256>` and exits 0, or\n"
          "`not verified: <step>: <reason>` and exits 1.\n",
          cmd_verify},
+        {"forget", "lift the quarantine of a package that failed (works while PID 1 runs)",
+         "Usage: myriarch-updater forget --config FILE [--package-hash HEX]\n"
+         "\n"
+         "A package whose install failed deterministically (hash or signature mismatch, archive\n"
+         "refused, preflight or health failed) is quarantined: the same offer again is refused\n"
+         "with the recorded failure until update.quarantineFor passes or the offer changes\n"
+         "(docs/update.md). forget lifts it, of any package or only of the package hash HEX\n"
+         "(packageHash in stateDir/last-attempt.json), and prints what it lifted. Safe while the\n"
+         "updater runs: the next offer is checked against the rewritten file. The server must\n"
+         "offer the package again (or the container restart) for it to be installed.\n"
+         "\n"
+         "Exit codes: 0 lifted, or nothing to lift (said on stdout); 1 error; 2 usage error.\n",
+         cmd_forget},
         {"version", "print version, git commit, build type and linkage",
          "Usage: myriarch-updater version\n", cmd_version},
         // Hidden (no summary): the staging's extractor, started by the updater itself.

@@ -35,6 +35,7 @@ int cmd_validate(const std::vector<std::string>& args);
 int cmd_copy(const std::vector<std::string>& args);
 int cmd_install_self(const std::vector<std::string>& args);
 int cmd_verify(const std::vector<std::string>& args);
+int cmd_forget(const std::vector<std::string>& args);
 int cmd_container(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_internal_extract(const std::vector<std::string>& args);

@@ -56,12 +56,18 @@ struct Update {
     // not checked.
     int max_minor_skew = 1;
     uint64_t max_artifact_size = 1ULL << 30;
-    // The whole download of one offer, retries and backoff included; unset = derived from
-    // max_artifact_size (effective_download_timeout).
+    // One fetch of an offer, the downloader's tries and backoff included (the installer's retries
+    // start a new one); unset = derived from max_artifact_size (effective_download_timeout).
     std::optional<Duration> download_timeout;
     // A download starts after a random delay in [0, start_jitter], so that a fleet offered one
     // release does not reach the artifact server in the same second; zero: at once.
     Duration start_jitter = std::chrono::seconds(30);
+    // A transient download failure (docs/update.md, failure classes) is tried again within the
+    // same install until this long after its first try; zero: never.
+    Duration retry_for = std::chrono::hours(6);
+    // How long a deterministic failure keeps the same package hash out; zero: until the offer
+    // changes (or `myriarch-updater forget`).
+    Duration quarantine_for = std::chrono::hours(24);
     Duration health_timeout = std::chrono::minutes(2);
     uint32_t health_successes = 3;
     Duration health_interval = std::chrono::seconds(2);

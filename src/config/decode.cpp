@@ -478,6 +478,8 @@ void Schema::root(const Node& root) {
             {"maxArtifactSize", size(up.max_artifact_size)},
             {"downloadTimeout", duration_or_unset(up.download_timeout)},
             {"startJitter", duration(up.start_jitter, true)},
+            {"retryFor", duration(up.retry_for, true)},
+            {"quarantineFor", duration(up.quarantine_for, true)},
             {"healthTimeout", duration(up.health_timeout, false)},
             {"healthSuccesses", uint(up.health_successes, 1)},
             {"healthInterval", duration(up.health_interval, false)},

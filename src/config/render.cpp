@@ -163,6 +163,8 @@ std::string render_effective(const Config& cfg) {
              ? format_duration(*u.download_timeout)
              : "\"\"  # in effect: " + format_duration(effective_download_timeout(u)));
     line(i1, "startJitter", format_duration(u.start_jitter));
+    line(i1, "retryFor", format_duration(u.retry_for));
+    line(i1, "quarantineFor", format_duration(u.quarantine_for));
     line(i1, "healthTimeout", format_duration(u.health_timeout));
     line(i1, "healthSuccesses", std::to_string(u.health_successes));
     line(i1, "healthInterval", format_duration(u.health_interval));

@@ -47,6 +47,24 @@ std::string format_rfc3339(WallTime t, bool millis) {
     return out;
 }
 
+Result<WallTime> parse_rfc3339(std::string_view text) {
+    // "YYYY-MM-DDTHH:MM:SSZ" or with ".mmm" before the Z: exactly what format_rfc3339 writes.
+    const std::string s(text);
+    auto bad = [&] { return fail(Errc::invalid, "not an RFC 3339 UTC time: \"" + s + "\""); };
+    if (s.size() != 20 && s.size() != 24) return bad();
+    struct tm tm {};
+    const char* end = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (end == nullptr || end != s.c_str() + 19) return bad();
+    long millis = 0;
+    if (s.size() == 24) {
+        if (s[19] != '.' || !is_digit(s[20]) || !is_digit(s[21]) || !is_digit(s[22])) return bad();
+        millis = (s[20] - '0') * 100 + (s[21] - '0') * 10 + (s[22] - '0');
+    }
+    if (s.back() != 'Z') return bad();
+    const time_t secs = timegm(&tm);
+    return WallTime{} + std::chrono::seconds(secs) + std::chrono::milliseconds(millis);
+}
+
 Result<Duration> parse_duration(std::string_view text) {
     if (text.empty()) return fail("empty duration (expected e.g. 500ms, 30s, 10m, 1h)");
     // Work in microseconds so "1.5ms" can be detected as sub-millisecond and refused.

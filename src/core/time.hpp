@@ -46,6 +46,8 @@ std::string format_rfc3339(WallTime t, bool millis = false);
 inline int64_t unix_seconds(WallTime t) {
     return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
 }
+// The form format_rfc3339 writes (UTC, "Z", optional millis) back to a time.
+Result<WallTime> parse_rfc3339(std::string_view text);
 
 // "500ms", "30s", "10m", "1h", "1h30m", "2.5s". A unit is required; the result must fit in
 // int64 milliseconds. Sub-millisecond precision is refused rather than silently rounded.

@@ -51,8 +51,9 @@ class Downloader {
         // At most every 2 s while bytes arrive.
         std::function<void(const Progress&)> on_progress;
         // Exactly once, on a later loop turn, unless the Step is destroyed first. Errors
-        // carry their kind: invalid (URL policy, size cap), network (after the retries),
-        // integrity (never: the hash is compared by the caller), system (disk), timeout.
+        // carry their kind: invalid (URL policy, size cap, a 4xx other than 408/429), network
+        // (after the retries), integrity (never: the hash is compared by the caller), system
+        // (disk), timeout. The installer classes them (update/retry.hpp).
         std::function<void(Result<Artifact>)> on_done;
     };
     // The URL policy the downloader owns (allowed prefixes, http:// only where the endpoint may

@@ -390,7 +390,8 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
         return stop(Next::retry, Error(Errc::network, "HTTP 416 without a Range"));
     }
     if (st == 416) return stop(Next::restart);
-    if (st >= 500 || st == 429) {
+    // 408 (the server timed the request out) is the link's fault as much as a 5xx is.
+    if (st >= 500 || st == 429 || st == 408) {
         // The server's Retry-After is honoured up to backoff_max, never below the backoff.
         retry_after_ = Duration::zero();
         if (auto ra = head.header("Retry-After")) {
@@ -398,8 +399,10 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
         }
         return stop(Next::retry, Error(Errc::network, http_status(st, head.reason)));
     }
+    // Any other answer is the server refusing this request (404, 403, …): the same request gets
+    // the same answer, so it is `invalid` (deterministic, docs/update.md), not `network`.
     if (st != 200 && st != 206) {
-        return stop(Next::none, Error(Errc::network, http_status(st, head.reason)));
+        return stop(Next::none, Error(Errc::invalid, http_status(st, head.reason)));
     }
     std::optional<uint64_t> length;
     if (auto cl = head.header("Content-Length")) {
@@ -501,7 +504,8 @@ void HttpDownloader::Transfer::kick() {
 void HttpDownloader::Transfer::on_written(Result<uint64_t> r) {
     if (finished_) return;
     if (!r) {
-        // Disk failures (ENOSPC above all) end the offer: retrying would fill the disk again.
+        // Disk failures end this fetch at once: retrying now would fill the disk again. The
+        // installer retries an ENOSPC later (update/retry.hpp), when room may have been made.
         fail_with(r.error(), true);
         return;
     }
@@ -529,10 +533,11 @@ void HttpDownloader::Transfer::on_response(Result<net::HttpResponse> r) {
         outcome_error_ = without_url(r.error(), net::url_label(url_));
     }
     if (next_ == Next::none) {
-        // Too big for the cap or for the room: the part goes, as after a write that hit ENOSPC.
-        const bool too_big = outcome_error_ && (outcome_error_->code() == Errc::invalid ||
+        // Refused (over the size cap or the room, a 4xx): the part is of no use to a later fetch,
+        // as after a write that hit ENOSPC.
+        const bool refused = outcome_error_ && (outcome_error_->code() == Errc::invalid ||
                                                 outcome_error_->sys_errno() == ENOSPC);
-        fail_with(*outcome_error_, too_big);
+        fail_with(*outcome_error_, refused);
         return;
     }
     settle();

@@ -35,6 +35,8 @@ update::Settings update_settings(const config::Config& cfg, const std::string& i
     }
     s.require_signature = cfg.update.require_signature;
     s.max_artifact_size = cfg.update.max_artifact_size;
+    s.retry_for = cfg.update.retry_for;
+    s.quarantine_for = cfg.update.quarantine_for;
     s.health_timeout = cfg.update.health_timeout;
     s.health_successes = cfg.update.health_successes;
     s.health_interval = cfg.update.health_interval;

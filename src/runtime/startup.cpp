@@ -29,7 +29,7 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
     if (!rec) return rec.fail("recovery");
     opened->trial = rec->trial;
     // An update that recovery undid is the last attempt's outcome; losing that record costs only
-    // the "failed before" rule, so it does not stop the start.
+    // the quarantine rule, so it does not stop the start.
     auto att = update::record_recovery(opened->state, *rec, format_rfc3339(wall_now()));
     if (!att) {
         log::warn("recovery: last attempt not recorded", {{"error", att.error().message()}});

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "core/hex.hpp"
+#include "update/state_files.hpp"
 #include "version/version.hpp"
 
 namespace myr::update {
@@ -161,6 +162,32 @@ bool same_version(const std::string& stored, const std::string& canon) {
     return (v ? version::to_string(*v) : stored) == canon;
 }
 
+// The quarantine (docs/update.md, "Failure classes"): a deterministic failure of this very package
+// (hash and version) keeps it out, so that the server offering it again gets the recorded failure
+// and the artifact server no request. It ends when the offer changes, when update.quarantineFor
+// has passed since the failure was recorded, or when `myriarch-updater forget` lifted it. A
+// transient failure whose retries ran out and an install a restart interrupted are tried again.
+std::optional<CheckVerdict> quarantine(const OfferedPackage& pkg, const std::string& canon,
+                                       const std::optional<Attempt>& last,
+                                       const CheckPolicy& policy) {
+    if (!last || !quarantines(*last) || last->package_hash_hex != hex::encode(pkg.hash) ||
+        !same_version(last->version, canon)) {
+        return std::nullopt;
+    }
+    std::string until = "until the offer changes";
+    if (policy.quarantine_for > Duration::zero()) {
+        // A time that does not read (an edited file) keeps the quarantine until the offer
+        // changes: `forget` lifts it.
+        if (auto at = parse_rfc3339(last->at)) {
+            const WallTime end = *at + policy.quarantine_for;
+            if (policy.now >= end) return std::nullopt;
+            until = "until " + format_rfc3339(end);
+        }
+    }
+    return refuse(Rule::quarantined,
+                  "quarantined: " + last->reason + " (" + until + " or myriarch-updater forget)");
+}
+
 }  // namespace
 
 const char* to_string(Rule r) {
@@ -181,8 +208,8 @@ const char* to_string(Rule r) {
             return "respun";
         case Rule::minor_skew:
             return "minor-skew";
-        case Rule::failed_before:
-            return "failed-before";
+        case Rule::quarantined:
+            return "quarantined";
         case Rule::no_file:
             return "no-file";
         case Rule::bad_content_hash:
@@ -208,15 +235,7 @@ CheckVerdict check_offer(const OfferedPackage& pkg, const Inspection& in, const 
     }
     if (auto v = against_active(canon, pkg, in, policy)) return *v;
     if (auto v = against_supervisor(offered, policy)) return *v;
-    // An install that a restart cut short (`interrupted`) says nothing against the package: the
-    // same offer goes on, from the kept download (docs/download.md, "Resume").
-    const std::optional<Attempt>& last = in.last_attempt;
-    if (last && last->outcome != Outcome::installed && last->outcome != Outcome::interrupted &&
-        !last->package_hash_hex.empty() && last->package_hash_hex == hex::encode(pkg.hash) &&
-        same_version(last->version, canon)) {
-        return refuse(Rule::failed_before,
-                      "failed before, not tried again until the offer changes: " + last->reason);
-    }
+    if (auto v = quarantine(pkg, canon, in.last_attempt, policy)) return *v;
     if (!pkg.file) return refuse(Rule::no_file, "the offer has no file to download");
     if (pkg.file->content_hash.size() != 32) {
         return refuse(Rule::bad_content_hash, "content_hash is " +

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/result.hpp"
+#include "core/time.hpp"
 #include "update/ports.hpp"
 
 namespace myr::update {
@@ -21,6 +22,10 @@ struct CheckPolicy {
     // the rule is not applied); a negative skew turns the rule off.
     int max_minor_skew = 1;
     std::string supervisor_version;
+    // update.quarantineFor (zero: until the offer changes), measured from the failure's record
+    // to `now`.
+    Duration quarantine_for = std::chrono::hours(24);
+    WallTime now{};
 };
 
 enum class Rule {
@@ -32,7 +37,7 @@ enum class Rule {
     rebuild,             // the active version with other build metadata: no order between them
     respun,              // the active version with another package hash
     minor_skew,          // too many minor versions from the supervisor's (update.maxMinorSkew)
-    failed_before,       // last-attempt.json: this offer failed, and it has not changed
+    quarantined,         // last-attempt.json: this package failed deterministically, recently
     no_file,             // nothing to download
     bad_content_hash,    // content_hash is not a SHA-256
     url_refused,         // the downloader's URL policy says no

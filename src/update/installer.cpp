@@ -11,6 +11,7 @@
 #include "core/time.hpp"
 #include "update/check.hpp"
 #include "update/requests.hpp"
+#include "update/retry.hpp"
 
 namespace myr::update {
 namespace {
@@ -232,6 +233,7 @@ void Installer::rest() {
     pkg_.reset();
     artifact_.reset();
     staged_.reset();
+    retry_timer_.reset();
     why_ = {};
     record_attempt_ = false;
     swapped_ = false;
@@ -247,7 +249,9 @@ void Installer::check(const Inspection& in) {
     from_ = in.active;
     ledger_.take_inspection(in);
     auto url_policy = [this](const std::string& url) { return ports_.fetcher.check_url(url); };
-    CheckVerdict v = check_offer(*pkg_, in, check_policy(settings_), url_policy);
+    CheckPolicy policy = check_policy(settings_);
+    policy.now = sched_.wall();
+    CheckVerdict v = check_offer(*pkg_, in, policy, url_policy);
     spool_reserve_ = spool_reserve(in);
     // From here on the install goes by the canonical name alone (journal, volume, state files,
     // comparisons), so that what it writes is what recovery and the next Checking can read. The
@@ -287,29 +291,59 @@ void Installer::start_after_jitter() {
     step_ = std::move(wait);
 }
 
+// Downloading runs one fetch after another until one succeeds, a deterministic failure ends it, or
+// update.retryFor since the first try has passed (retry.hpp); it stays Downloading throughout.
 void Installer::download() {
     record_attempt_ = true;
+    first_try_ = sched_.now();
+    retries_ = 0;
+    status(Code::downloading);
+    fetch();
+}
+
+void Installer::fetch() {
     ledger_.restart_progress();
     download::Downloader::Handlers h;
     h.on_progress = bound([this](const download::Progress& p) {
         if (ledger_.progress(p, sched_.now())) publish();
     });
     h.on_done = bound([this](Result<download::Artifact> a) {
-        if (!a) {
-            // "download: <cause> (<url>)": the downloader names the URL once, without its query.
-            // A deadline passed (update.downloadTimeout, a stall after the last try) or the spool
-            // ran out of room: transient.
-            return post(Event::failed,
-                        Why{Failure::download, a.error().message(),
-                            a.error().code() == Errc::timeout || out_of_room(a.error())});
-        }
+        if (!a) return fetch_failed(a.error());
         artifact_ = std::move(a.value());
         post(Event::done);
     });
-    status(Code::downloading);
     download::Request req = download_request(*pkg_, settings_);
     req.reserve = spool_reserve_;  // the binary, when the spool shares the volume
     step_ = ports_.fetcher.fetch(std::move(req), std::move(h));
+}
+
+// "download: <cause> (<url>)": the downloader names the URL once, without its query.
+void Installer::fetch_failed(const Error& e) {
+    const bool again = transient(e);
+    const Duration elapsed = std::chrono::duration_cast<Duration>(sched_.now() - first_try_);
+    auto wait = again ? next_retry(retries_ + 1, elapsed, settings_.retry_for, random_unit())
+                      : std::nullopt;
+    if (!wait) {
+        // An expired budget is still transient: recorded so, the same offer is tried again.
+        std::string text = e.message();
+        if (again && retries_ > 0) {
+            text += "; gave up after " + std::to_string(retries_) + " retries in " +
+                    format_duration(elapsed) + " (update.retryFor is " +
+                    format_duration(settings_.retry_for) + ")";
+        }
+        return post(Event::failed, Why{Failure::download, std::move(text), again});
+    }
+    ++retries_;
+    log::warn("update: download failed; retrying", {{"version", pkg_->version},
+                                                    {"error", e.message()},
+                                                    {"retry", std::to_string(retries_)},
+                                                    {"in", format_duration(*wait)}});
+    status(Code::downloading, "retrying: " + one_line(e.message()));
+    retry_timer_ = sched_.timer();
+    retry_timer_->start(*wait, bound([this] {
+        // A shutdown outside the critical section drops the install as is.
+        if (!shutting_down_) fetch();
+    }));
 }
 
 void Installer::verify_artifact() {
@@ -550,8 +584,10 @@ void Installer::shutdown() {
 }
 
 Attempt Installer::attempt(Outcome outcome, std::string reason) const {
-    return Attempt{hex::encode(pkg_->hash), pkg_->version, outcome, std::move(reason),
-                   format_rfc3339(sched_.wall())};
+    // The class goes with the failure: only a deterministic one is quarantined (check.cpp).
+    const bool transient = outcome != Outcome::installed && why_.transient;
+    return Attempt{hex::encode(pkg_->hash),       pkg_->version, outcome, std::move(reason),
+                   format_rfc3339(sched_.wall()), transient};
 }
 
 // Only during an install, whose report always has its package.

@@ -11,6 +11,8 @@
 //
 // Checking ends with a random wait of up to update.startJitter (a fleet's requests spread over the
 // window), reported as Downloading at 0 %.
+// Downloading fetches again after a transient failure, within update.retryFor (retry.hpp); the
+// wait between fetches is a timer tied to the state like any completion.
 //
 // Offers during an install: the same offer again is ignored; a different one is remembered
 // (latest wins), cancels the install before the critical section and waits for its end inside it.
@@ -142,6 +144,8 @@ class Installer : public service::CriticalSection {
     void check(const Inspection& in);
     void start_after_jitter();
     void download();
+    void fetch();
+    void fetch_failed(const Error& e);
     void verify_artifact();
     void stage();
     void preflight();
@@ -182,6 +186,9 @@ class Installer : public service::CriticalSection {
     Why why_;                            // why it failed (the report's error), or cancelled
     bool record_attempt_ = false;        // the failure goes into last-attempt.json
     bool swapped_ = false;               // swapping was entered: a failed commit is undone
+    MonoTime first_try_{};               // of the download: update.retryFor counts from here
+    int retries_ = 0;                    // fetches started again after a transient failure
+    std::unique_ptr<loop::Timer> retry_timer_;
     std::optional<download::Artifact> artifact_;
     std::optional<Stager::Staged> staged_;
     RollbackResult rolled_;

@@ -43,8 +43,9 @@ const char* to_string(Failure f);
 struct Why {
     Failure code = Failure::none;
     std::string text;  // one line
-    // The same offer may pass another time (a download deadline, a stall): issue 23 retries
-    // these within its budget instead of ending the install for good. False = deterministic.
+    // The same offer may pass another time (an outage, a stall, a full disk: update/retry.hpp):
+    // Downloading retries it within update.retryFor, and once that ran out it is recorded as
+    // transient and not quarantined. False = deterministic (quarantined, check.cpp).
     bool transient = false;
 };
 

@@ -136,7 +136,7 @@ class HealthProbe {
                                                     Callback<int> done) = 0;
 };
 
-// The last outcome of an install, `stateDir/last-attempt.json`: for the "failed before" rule, for
+// The last outcome of an install, `stateDir/last-attempt.json`: for the quarantine rule, for
 // /readyz text and for the report after a restart.
 struct Attempt {
     std::string package_hash_hex;  // of the offered package ("" when the offer had none)
@@ -144,6 +144,10 @@ struct Attempt {
     Outcome outcome = Outcome::failed;  // its words in the file: state_files.cpp
     std::string reason;                 // one line; "" when installed
     std::string at;                     // RFC 3339
+    // With failed and rolled-back: the same offer may pass another time (docs/update.md,
+    // "Failure classes"), so it is not quarantined. Files without the field: deterministic.
+    bool transient = false;
+    std::string lifted{};  // RFC 3339: when `myriarch-updater forget` lifted the quarantine
     bool operator==(const Attempt&) const = default;
 };
 

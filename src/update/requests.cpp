@@ -52,8 +52,8 @@ RoundsSettings rounds_settings(const Settings& s) {
 }
 
 CheckPolicy check_policy(const Settings& s) {
-    return CheckPolicy{s.minimum_version, s.allow_downgrade, s.max_minor_skew,
-                       s.supervisor_version};
+    return CheckPolicy{s.minimum_version, s.allow_downgrade, s.max_minor_skew, s.supervisor_version,
+                       s.quarantine_for};
 }
 
 }  // namespace myr::update

@@ -21,6 +21,8 @@ struct Settings {
     std::string supervisor_version;  // canonical: the image's version; "" when unknown
     bool require_signature = true;
     uint64_t max_artifact_size = 1ULL << 30;
+    Duration retry_for = std::chrono::hours(6);        // update.retryFor; zero: no retries
+    Duration quarantine_for = std::chrono::hours(24);  // update.quarantineFor; zero: no expiry
     Duration health_timeout = std::chrono::minutes(2);
     uint32_t health_successes = 3;
     Duration health_interval = std::chrono::seconds(2);

@@ -108,6 +108,10 @@ std::string render_attempt(const Attempt& a) {
     put(root.get(), "outcome", to_string(a.outcome));
     put(root.get(), "reason", a.reason);
     put(root.get(), "at", a.at);
+    if (a.outcome == Outcome::failed || a.outcome == Outcome::rolled_back) {
+        put(root.get(), "class", a.transient ? "transient" : "deterministic");
+    }
+    if (!a.lifted.empty()) put(root.get(), "lifted", a.lifted);
     return to_text(root);
 }
 
@@ -127,6 +131,20 @@ Result<Attempt> parse_attempt(std::string_view text) {
     auto parsed = parse_outcome(*outcome);
     if (!parsed) return parsed.fail();
     a.outcome = *parsed;
+    // Written since issue 23; older files name no class (deterministic) and nothing lifted.
+    json_object* v = nullptr;
+    if (json_object_object_get_ex(root->get(), "class", &v)) {
+        auto cls = string_field(root->get(), "class");
+        if (!cls || (*cls != "transient" && *cls != "deterministic")) {
+            return fail(Errc::invalid, "class: not \"transient\" or \"deterministic\"");
+        }
+        a.transient = *cls == "transient";
+    }
+    if (json_object_object_get_ex(root->get(), "lifted", &v)) {
+        auto lifted = string_field(root->get(), "lifted");
+        if (!lifted) return lifted.fail();
+        a.lifted = std::move(lifted.value());
+    }
     return a;
 }
 
@@ -243,6 +261,26 @@ Status store_installed(const statedir::StateDir& dir, const Installed& in) {
     return store(dir, statedir::entry::packages, render_installed(in));
 }
 
+bool quarantines(const Attempt& a) {
+    return (a.outcome == Outcome::failed || a.outcome == Outcome::rolled_back) && !a.transient &&
+           a.lifted.empty() && !a.package_hash_hex.empty();
+}
+
+Result<std::optional<Attempt>> lift_quarantine(const statedir::StateDir& dir,
+                                               const std::string& package_hash_hex,
+                                               const std::string& now) {
+    auto last = load_attempt(dir);
+    if (!last) return last.fail("read the last attempt");
+    if (!last->has_value() || !quarantines(**last) ||
+        (!package_hash_hex.empty() && (*last)->package_hash_hex != package_hash_hex)) {
+        return std::optional<Attempt>();
+    }
+    Attempt a = **last;
+    a.lifted = now;
+    MYR_TRY(store_attempt(dir, a), "lift the quarantine");
+    return std::optional<Attempt>(a);
+}
+
 Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
                                                const journal::Recovery& r, const std::string& now) {
     if ((!r.update_interrupted && !r.trial_rolled_back) || !r.record) {
@@ -257,7 +295,7 @@ Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
     a.at = now;
     // The in-progress record (for a trial, the installed one written at its start, or the
     // in-progress one when a crash came between the trial's journal and that write) names the
-    // offer; an unreadable one costs only the "failed before" rule for this offer.
+    // offer; an unreadable one costs only the quarantine rule for this offer.
     auto names_offer = [&r](Outcome o) {
         return o == Outcome::in_progress || (r.trial_rolled_back && o == Outcome::installed);
     };

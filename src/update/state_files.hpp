@@ -1,6 +1,6 @@
 // The installer's two files in the state directory, next to journal.json (volume.md):
 //
-//   last-attempt.json  the outcome of the last install: the "failed before" rule of Checking, the
+//   last-attempt.json  the outcome of the last install: the quarantine rule of Checking, the
 //                      /readyz text and the first report after a restart. "in-progress" while an
 //                      install runs, so that a start after a crash knows which offer it was.
 //   packages.json      what the last offer came to: the statuses reported at its end, and the
@@ -33,6 +33,21 @@ std::string render_attempt(const Attempt& a);
 [[nodiscard]] Result<std::optional<Attempt>> load_attempt(const statedir::StateDir& dir);
 [[nodiscard]] Status store_attempt(const statedir::StateDir& dir, const Attempt& a);
 
+// Whether `a` quarantines its package hash (docs/update.md, "Failure classes"): a deterministic
+// failure (failed or rolled-back, not transient) that `forget` has not lifted. How long it lasts
+// is Checking's business (update.quarantineFor, check.cpp).
+bool quarantines(const Attempt& a);
+
+// `myriarch-updater forget`: the quarantine of last-attempt.json lifted (of any package hash, or
+// only of `package_hash_hex` when not empty), by rewriting the file atomically with `lifted`
+// set to `now_rfc3339`. Returns the attempt lifted, or nullopt when nothing was quarantined.
+// It runs beside PID 1 without its writer lock: PID 1 reads the file at each Checking and writes
+// it only at the start and end of an install; a write of PID 1 between this read and this rename
+// is lost (docs/update.md says what that costs).
+[[nodiscard]] Result<std::optional<Attempt>> lift_quarantine(const statedir::StateDir& dir,
+                                                             const std::string& package_hash_hex,
+                                                             const std::string& now_rfc3339);
+
 // packages.json: what the last offer came to, read back at start so that the first report after a
 // restart says it again and the same offer is not taken up again (the struct: ports.hpp). Hashes
 // as lower-case hex.
@@ -42,8 +57,9 @@ std::string render_installed(const Installed& in);
 [[nodiscard]] Status store_installed(const statedir::StateDir& dir, const Installed& in);
 
 // After journal::recover: an update that recovery undid is recorded as "interrupted" in
-// last-attempt.json (keeping the package hash of the "in-progress" record, so that the same offer
-// is not tried again on its own), with what recovery did. Returns the attempt written, if any.
+// last-attempt.json (keeping the package hash of the "in-progress" record, which names the offer;
+// an interruption quarantines nothing), with what recovery did. Returns the attempt written, if
+// any.
 [[nodiscard]] Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
                                                              const journal::Recovery& r,
                                                              const std::string& now_rfc3339);

@@ -60,7 +60,7 @@ std::unique_ptr<Step> StoreVolumeOps::inspect(Callback<Inspection> done) {
             }
             auto last = load_attempt(journal->state());
             if (!last) {
-                // Only the "failed before" rule depends on it; the next outcome rewrites it.
+                // Only the quarantine rule depends on it; the next outcome rewrites it.
                 log::warn("update: last attempt ignored", {{"error", last.error().message()}});
             } else if (last->has_value() && (*last)->outcome != Outcome::in_progress) {
                 in.last_attempt = **last;

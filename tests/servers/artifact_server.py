@@ -15,6 +15,7 @@ own requests (1-based), so one URL scripts a whole sequence of answers. Options,
   stall=S        on request 1, send half of the body, then nothing for S seconds, then close
   cut=N,M,...    request i drops the connection after the i-th number of body bytes
   fail=N         the first N requests get 503
+  fail_for=S     503 for S seconds from the first request of this path+query, then served
   hugelen        Content-Length: 10^15 (then the real body)
   drip=N         the first N body bytes one per second, then the rest
   change=K       from request K on, serve D/<name>.v2 (another ETag)
@@ -43,6 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOCK = threading.Lock()
 COUNTS = {}
+FIRST_SEEN = {}  # path+query -> time.monotonic() of its first request (fail_for)
 STATS = {"bytes": 0, "active": 0, "requests": []}
 ARGS = None
 LAST_MODIFIED = "Tue, 01 Dec 2026 10:00:00 GMT"
@@ -111,6 +113,7 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             n = COUNTS.get(self.path, 0) + 1
             COUNTS[self.path] = n
+            first = FIRST_SEEN.setdefault(self.path, time.monotonic())
             STATS["requests"].append({
                 "path": self.path, "n": n,
                 "range": self.headers.get("Range"), "if_range": self.headers.get("If-Range"),
@@ -121,6 +124,9 @@ class Handler(BaseHTTPRequestHandler):
             self.head(int(opts["status"]), [("Content-Length", "0")], reason)
             return
         if "fail" in opts and n <= int(opts["fail"]):
+            self.head(503, [("Content-Length", "0")])
+            return
+        if "fail_for" in opts and time.monotonic() - first < float(opts["fail_for"]):
             self.head(503, [("Content-Length", "0")])
             return
         if "redirect" in opts:

@@ -44,6 +44,7 @@ std::string UpdaterConfig::yaml() const {
            field("maxMinorSkew", number(max_minor_skew)) +
            field("maxArtifactSize", max_artifact_size) +
            field("downloadTimeout", download_timeout) + field("startJitter", start_jitter) +
+           field("retryFor", retry_for) + field("quarantineFor", quarantine_for) +
            field("healthTimeout", health_timeout) +
            field("healthSuccesses", number(health_successes)) +
            field("healthInterval", health_interval) + field("trialPeriod", trial_period) +

@@ -25,6 +25,10 @@ struct UpdaterConfig {
     std::string download_timeout;
     // Off, so that every download starts at once; the jitter's own tests set it.
     std::string start_jitter = "0s";
+    // update.retryFor: off, so that a case about one failed download ends at its first failure
+    // (update_retry_test.cpp sets it).
+    std::string retry_for = "0s";
+    std::string quarantine_for;  // update.quarantineFor ("" = the default)
     std::string health_timeout, health_interval;
     std::optional<int> health_successes;
     // No trial by default: the older tests expect an install to end at its commit; the trial's

@@ -252,6 +252,16 @@ TEST_CASE("config: the trial's keys: 10m, 3 and 3 by default; 0s turns the trial
     expect_problem("update:\n  trialPeriod: soon\n", "update.trialPeriod", "invalid duration");
 }
 
+TEST_CASE("config: retryFor and quarantineFor default to 6h and 24h; 0s is allowed") {
+    const std::string head = "update:\n  requireSignature: false\n  trustedRootFile: \"\"\n";
+    Config defaults = expect_ok(head);
+    CHECK(defaults.update.retry_for == 6h);
+    CHECK(defaults.update.quarantine_for == 24h);
+    Config zero = expect_ok(head + "  retryFor: 0s\n  quarantineFor: 0s\n");
+    CHECK(zero.update.retry_for == 0s);
+    CHECK(zero.update.quarantine_for == 0s);
+}
+
 TEST_CASE("config: healthListen \"\" disables the endpoints") {
     Config c = expect_ok(kContainer + "  healthListen: \"\"\n", Mode::container);
     CHECK_FALSE(c.container->health_listen.has_value());
@@ -286,6 +296,8 @@ const KeyCase kKeys[] = {
     {"update", "maxArtifactSize", "expected a size"},
     {"update", "downloadTimeout", "expected a duration"},
     {"update", "startJitter", "expected a duration"},
+    {"update", "retryFor", "expected a duration"},
+    {"update", "quarantineFor", "expected a duration"},
     {"update", "healthTimeout", "expected a duration"},
     {"update", "healthSuccesses", "expected an integer"},
     {"update", "healthInterval", "expected a duration"},

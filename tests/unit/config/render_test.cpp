@@ -65,9 +65,10 @@ TEST_CASE("config: the effective configuration fills in every default") {
     std::string text = render_effective(expect_ok(kIdentity));
     for (const char* line :
          {"  heartbeatInterval: 30s\n", "  maxArtifactSize: 1GiB\n",
-          "  downloadTimeout: \"\"  # in effect: 16684s\n", "  healthTimeout: 2m\n",
-          "  healthSuccesses: 3\n", "  healthInterval: 2s\n", "  keepVersions: 1\n",
-          "  activation: symlink\n", "  healthUrl: \"http://127.0.0.1:23233/health\"\n",
+          "  downloadTimeout: \"\"  # in effect: 16684s\n", "  retryFor: 6h\n",
+          "  quarantineFor: 24h\n", "  healthTimeout: 2m\n", "  healthSuccesses: 3\n",
+          "  healthInterval: 2s\n", "  keepVersions: 1\n", "  activation: symlink\n",
+          "  healthUrl: \"http://127.0.0.1:23233/health\"\n",
           "  validateArgs: [\"validate\", \"--config={config}\"]\n", "  level: info\n",
           "  format: text\n", "  issuer: \"https://token.actions.githubusercontent.com\"\n"}) {
         CAPTURE(line);

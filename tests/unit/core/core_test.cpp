@@ -69,6 +69,15 @@ TEST_CASE("rfc3339: UTC with optional millis") {
     WallTime t{std::chrono::milliseconds(1'700'000'000'123LL)};
     CHECK(format_rfc3339(t) == "2023-11-14T22:13:20Z");
     CHECK(format_rfc3339(t, true) == "2023-11-14T22:13:20.123Z");
+    // Read back: what format_rfc3339 writes, nothing else.
+    CHECK(parse_rfc3339("2023-11-14T22:13:20.123Z").value() == t);
+    CHECK(parse_rfc3339("2023-11-14T22:13:20Z").value() ==
+          WallTime{std::chrono::seconds(1'700'000'000)});
+    for (const char* bad : {"", "t", "2023-11-14T22:13:20", "2023-11-14T22:13:20+01:00",
+                            "2023-11-14 22:13:20Z", "2023-11-14T22:13:20.12Z"}) {
+        CAPTURE(bad);
+        CHECK_FALSE(parse_rfc3339(bad).ok());
+    }
 }
 
 TEST_CASE("log: logfmt quotes what needs it, JSON escapes control characters") {

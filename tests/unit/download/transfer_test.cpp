@@ -310,6 +310,28 @@ TEST_CASE("transfer: a 404 is named first, the URL once and without its query st
     REQUIRE(!rig.done->ok());
     CHECK(rig.done->error().message() ==
           "download: HTTP 404 Not Found (http://h/artifacts/a.bin?\xE2\x80\xA6)");
+    // The same request gets the same answer: deterministic for the installer (update/retry.hpp).
+    CHECK(rig.done->error().code() == Errc::invalid);
+    CHECK(rig.fetcher.started == 1);
+}
+
+TEST_CASE("transfer: a 408 is retried like a 5xx") {
+    DownloaderOptions o;
+    o.backoff_base = 100ms;
+    Rig rig(o);
+    const std::string data = "0123456789";
+    rig.start(data);
+    CHECK(!rig.fetcher.head(408, {}, "Request Timeout").ok());
+    rig.fetcher.end(fail(Errc::cancelled, "stopped"));
+    rig.sched.run_pending();
+    rig.sched.advance(100ms);
+    REQUIRE(rig.fetcher.started == 2);
+    REQUIRE(rig.fetcher.head(200, {{"Content-Length", "10"}}).ok());
+    REQUIRE(rig.fetcher.body(data).ok());
+    rig.fetcher.end_ok();
+    rig.sched.run_pending();
+    REQUIRE(rig.done);
+    CHECK(rig.done->ok());
 }
 
 TEST_CASE("transfer: destroying the download drops the request; nothing runs afterwards") {

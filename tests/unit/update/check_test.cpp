@@ -46,6 +46,10 @@ Attempt last_attempt(Outcome o, std::string version, std::string hash = kHash) {
     return Attempt{hex::encode(hash), std::move(version), o, "signature: bad", "t"};
 }
 
+// The attempts above have no readable time ("t"): quarantined until the offer changes.
+const std::string kQuarantined =
+    "quarantined: signature: bad (until the offer changes or myriarch-updater forget)";
+
 // clang-format off
 const Case kCases[] = {
     {.name = "a newer version passes"},
@@ -88,12 +92,18 @@ const Case kCases[] = {
     {.name = "a downgrade over a broken active version passes", .version = "0.114.0",
      .intact = false},
     {.name = "the same offer failed before", .last = last_attempt(Outcome::failed, "0.117.0"),
-     .kind = Kind::refused, .rule = Rule::failed_before,
-     .text = "failed before, not tried again until the offer changes: signature: bad"},
+     .kind = Kind::refused, .rule = Rule::quarantined,
+     .text = kQuarantined},
     {.name = "the same offer rolled back before",
      .last = last_attempt(Outcome::rolled_back, "0.117.0"), .kind = Kind::refused,
-     .rule = Rule::failed_before,
-     .text = "failed before, not tried again until the offer changes: signature: bad"},
+     .rule = Rule::quarantined,
+     .text = kQuarantined},
+    {.name = "a transient failure of the same offer is tried again",
+     .last = [] { Attempt a = last_attempt(Outcome::failed, "0.117.0"); a.transient = true;
+                  return a; }()},
+    {.name = "a lifted quarantine lets the same offer through",
+     .last = [] { Attempt a = last_attempt(Outcome::failed, "0.117.0"); a.lifted = "t";
+                  return a; }()},
     {.name = "installed before is no reason to refuse",
      .last = last_attempt(Outcome::installed, "0.117.0")},
     {.name = "the same offer interrupted by a restart goes on (it resumes its download)",
@@ -123,12 +133,11 @@ const Case kCases[] = {
      .text = "offered version \"" + std::string(64, 'x') + "...\" does not parse"},
     {.name = "failed before under its v-prefixed name", .version = "v0.117.0",
      .last = last_attempt(Outcome::failed, "0.117.0"), .kind = Kind::refused,
-     .rule = Rule::failed_before,
-     .text = "failed before, not tried again until the offer changes: signature: bad"},
+     .rule = Rule::quarantined,
+     .text = kQuarantined},
     {.name = "failed before, stored by an older build as v0.117.0",
      .last = last_attempt(Outcome::failed, "v0.117.0"), .kind = Kind::refused,
-     .rule = Rule::failed_before,
-     .text = "failed before, not tried again until the offer changes: signature: bad"},
+     .rule = Rule::quarantined, .text = kQuarantined},
     // Rebuilds of the active version.
     {.name = "the active version with build metadata is refused", .version = "0.116.0+build2",
      .kind = Kind::refused, .rule = Rule::rebuild,
@@ -218,4 +227,29 @@ TEST_CASE("check_offer: offer x inspection x policy -> verdict") {
             (c.kind == Kind::proceed || c.rule == Rule::url_refused || c.rule == Rule::no_room);
         CHECK(url_checks == (asked ? 1 : 0));
     }
+}
+
+TEST_CASE("check_offer: a quarantine lasts update.quarantineFor from the failure, 0 = for ever") {
+    OfferedPackage pkg;
+    pkg.name = "otelcol-contrib";
+    pkg.version = "0.117.0";
+    pkg.hash = kHash;
+    pkg.file = OfferedFile{"https://artifacts.example/a.tar.gz", std::string(32, 'a'), "", {}};
+    Attempt last = last_attempt(Outcome::rolled_back, "0.117.0");
+    last.at = "2026-12-03T06:00:00Z";
+    Inspection in{"0.116.0", true, "", last, ""};
+    const WallTime failed_at = *parse_rfc3339(last.at);
+    auto verdict = [&](Duration quarantine_for, Duration later) {
+        CheckPolicy policy{std::nullopt, false, -1, "", quarantine_for, failed_at + later};
+        return check_offer(pkg, in, policy, [](const std::string&) { return Status{}; });
+    };
+    using std::chrono::hours;
+    CheckVerdict v = verdict(hours(24), hours(1));
+    CHECK(v.rule == Rule::quarantined);
+    CHECK(v.text ==
+          "quarantined: signature: bad (until 2026-12-04T06:00:00Z or myriarch-updater forget)");
+    CHECK(verdict(hours(24), hours(24)).kind == Kind::proceed);
+    v = verdict(Duration::zero(), hours(24 * 365));
+    CHECK(v.rule == Rule::quarantined);
+    CHECK(v.text == kQuarantined);
 }

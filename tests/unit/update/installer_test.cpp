@@ -255,14 +255,15 @@ TEST_CASE("installer: checking refusals never download") {
          "version 0.117.0 is below update.minimumVersion 0.120.0"},
         {"downgrade", [](Rig&, Offer& o) { o.packages[0].version = "0.110.0"; },
          "version 0.110.0 is older than the active 0.116.0"},
-        {"failed before",
+        {"quarantined",
          [](Rig& r, Offer&) {
              std::string hash_hex;  // of the package hash: 32 x 'p' (0x70)
              for (int i = 0; i < 32; ++i) hash_hex += "70";
              r.volume.inspection.last_attempt =
                  Attempt{hash_hex, "0.117.0", Outcome::rolled_back, "health check failed: x", ""};
          },
-         "failed before, not tried again until the offer changes: health check failed: x"},
+         "quarantined: health check failed: x (until the offer changes or myriarch-updater "
+         "forget)"},
         {"URL outside the allowed prefixes",
          [](Rig&, Offer& o) { o.packages[0].file->url = "https://evil.example/x.tar.gz"; },
          "download URL refused: https://evil.example/x.tar.gz is not under an allowed prefix"},
@@ -970,6 +971,17 @@ std::optional<Duration> time_to_fetch(Rig& rig, Duration limit) {
     return std::nullopt;
 }
 
+// The downloads of the retry cases: update.retryFor `d`, and a fetcher that always fails so.
+Settings with_retry_for(Duration d) {
+    Settings s = settings();
+    s.retry_for = d;
+    return s;
+}
+std::function<Result<download::Artifact>(const download::Request&)> always_failing(Errc c,
+                                                                                   std::string m) {
+    return [c, m](const download::Request&) -> Result<download::Artifact> { return fail(c, m); };
+}
+
 }  // namespace
 
 TEST_CASE("installer: a download starts after a random delay within update.startJitter") {
@@ -1146,4 +1158,68 @@ TEST_CASE(
         CHECK(rig.inst->state() == State::idle);
         CHECK_FALSE(rig.traced("finish:clear"));  // the journal stays for the next start
     }
+}
+
+TEST_CASE("installer: a transient download failure is fetched again, reported as retrying") {
+    Rig rig(with_retry_for(10min));
+    int failures = 3;
+    rig.fetcher.result_for = [&](const download::Request& r) -> Result<download::Artifact> {
+        if (failures-- > 0) return fail(Errc::network, "download: HTTP 503, after 5 tries (u)");
+        return rig.fetcher.artifact(r);
+    };
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK(rig.fetcher.requests.size() == 4);
+    CHECK(rig.top().code == Code::installed);
+    CHECK(std::any_of(rig.reports.begin(), rig.reports.end(), [](const Report& r) {
+        return r.packages[0].code == Code::downloading &&
+               r.packages[0].error == "retrying: download: HTTP 503, after 5 tries (u)";
+    }));
+    CHECK_FALSE(rig.reported(Code::install_failed));
+}
+
+TEST_CASE("installer: retries end with update.retryFor, recorded transient (not quarantined)") {
+    Rig rig(with_retry_for(30s));
+    rig.fetcher.result_for = always_failing(Errc::network, "download: connection refused (u)");
+    const MonoTime start = rig.sched.now();
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().error.find("download: connection refused (u); gave up after ") == 0);
+    CHECK(rig.top().error.find("(update.retryFor is 30s)") != std::string::npos);
+    // 5 s, 10 s, 20 s cut to what is left: the last try is at the end of the budget.
+    CHECK(rig.fetcher.requests.size() >= 4);
+    CHECK(rig.sched.now() - start >= 30s);
+    REQUIRE(!rig.volume.finishes.empty());
+    REQUIRE(rig.volume.finishes.back().attempt.has_value());
+    CHECK(rig.volume.finishes.back().attempt->transient);
+}
+
+TEST_CASE("installer: a deterministic download failure (a 404) is fetched once") {
+    Rig rig(with_retry_for(10min));
+    rig.fetcher.result_for = always_failing(Errc::invalid, "download: HTTP 404 Not Found (u)");
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK(rig.fetcher.requests.size() == 1);
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().error == "download: HTTP 404 Not Found (u)");
+    REQUIRE(rig.volume.finishes.back().attempt.has_value());
+    CHECK_FALSE(rig.volume.finishes.back().attempt->transient);
+}
+
+TEST_CASE("installer: a cancel during the wait between retries fetches nothing more") {
+    Rig rig(with_retry_for(10min));
+    rig.fetcher.result_for = always_failing(Errc::timeout, "download: stalled (u)");
+    rig.inst->offer(offer_of("0.117.0"));
+    // One second: the first fetch failed, the first wait (2.5 s at least) has not passed.
+    for (int i = 0; i < 10; ++i) {
+        rig.sched.run_pending();
+        rig.sched.advance(100ms);
+    }
+    REQUIRE(rig.fetcher.requests.size() == 1);
+    CHECK(rig.top().error == "retrying: download: stalled (u)");
+    rig.inst->shutdown();
+    rig.sched.advance(10min);
+    rig.sched.run_pending();
+    CHECK(rig.fetcher.requests.size() == 1);
 }

@@ -410,7 +410,7 @@ TEST_CASE("installer over the real volume: a failing health check puts the old v
     again.offer(e.offer());
     for (int i = 0; i < 20; ++i) e.v.sched.run_pending();
     CHECK(again.report().packages[0].code == Code::install_failed);
-    CHECK(again.report().packages[0].error.rfind("failed before", 0) == 0);
+    CHECK(again.report().packages[0].error.rfind("quarantined: ", 0) == 0);
     CHECK(e.fetcher.requests.size() == fetches);
 }
 
@@ -537,7 +537,7 @@ TEST_CASE(
     size_t fetches = e.fetcher.requests.size();
     again.offer(next);
     for (int i = 0; i < 20; ++i) e.v.sched.run_pending();
-    CHECK(again.report().packages[0].error.rfind("failed before", 0) == 0);
+    CHECK(again.report().packages[0].error.rfind("quarantined: ", 0) == 0);
     again.offer(e.offer());
     for (int i = 0; i < 20; ++i) e.v.sched.run_pending();
     CHECK(again.state() == State::idle);
@@ -582,4 +582,35 @@ TEST_CASE(
     CHECK((*att)->reason.rfind("rolled back after commit: the container restarted 3 times during "
                                "the trial of 0.117.0 (update.trialMaxBoots 3); recovery: ",
                                0) == 0);
+}
+
+TEST_CASE(
+    "state files: the failure class and a lifted quarantine are kept; old files are "
+    "deterministic") {
+    VolumeRig rig;
+    Attempt a{std::string(64, 'e'), "0.117.0", Outcome::failed, "download: HTTP 503", "t"};
+    a.transient = true;
+    CHECK(render_attempt(a).find("\"class\":\"transient\"") != std::string::npos);
+    CHECK(parse_attempt(render_attempt(a)).value() == a);
+    CHECK_FALSE(quarantines(a));
+    // Written before issue 23: no class, so a failure is deterministic and quarantines.
+    auto old = parse_attempt(
+        "{\"packageHash\":\"ee\",\"version\":\"0.117.0\",\"outcome\":"
+        "\"rolled-back\",\"reason\":\"health\",\"at\":\"t\"}");
+    REQUIRE(old.ok());
+    CHECK_FALSE(old->transient);
+    CHECK(quarantines(*old));
+    // An interrupted install quarantines nothing, whatever it says.
+    CHECK_FALSE(quarantines(Attempt{"ee", "0.117.0", Outcome::interrupted, "x", "t"}));
+
+    // forget: another hash lifts nothing, the recorded one is lifted once.
+    a.transient = false;
+    REQUIRE(store_attempt(rig.j->state(), a).ok());
+    CHECK_FALSE(lift_quarantine(rig.j->state(), std::string(64, 'f'), "now").value());
+    auto lifted = lift_quarantine(rig.j->state(), a.package_hash_hex, "now");
+    REQUIRE(lifted.ok());
+    REQUIRE(lifted->has_value());
+    CHECK((*lifted)->lifted == "now");
+    CHECK(load_attempt(rig.j->state()).value()->lifted == "now");
+    CHECK_FALSE(lift_quarantine(rig.j->state(), "", "later").value());
 }
