@@ -125,6 +125,16 @@ struct Rig {
     }
 };
 
+// The try in flight answers 200 with the whole of `data`; the download completes.
+void serves_whole(Rig& rig, const std::string& data) {
+    REQUIRE(rig.fetcher.head(200, {{"Content-Length", std::to_string(data.size())}}).ok());
+    REQUIRE(rig.fetcher.body(data).ok());
+    rig.fetcher.end_ok();
+    rig.sched.run_pending();
+    REQUIRE(rig.done);
+    CHECK(rig.done->ok());
+}
+
 }  // namespace
 
 TEST_CASE("transfer: a dropped connection is retried after the backoff; 5 failures end the offer") {
@@ -326,12 +336,7 @@ TEST_CASE("transfer: a 408 is retried like a 5xx") {
     rig.sched.run_pending();
     rig.sched.advance(100ms);
     REQUIRE(rig.fetcher.started == 2);
-    REQUIRE(rig.fetcher.head(200, {{"Content-Length", "10"}}).ok());
-    REQUIRE(rig.fetcher.body(data).ok());
-    rig.fetcher.end_ok();
-    rig.sched.run_pending();
-    REQUIRE(rig.done);
-    CHECK(rig.done->ok());
+    serves_whole(rig, data);
 }
 
 TEST_CASE("transfer: destroying the download drops the request; nothing runs afterwards") {
@@ -371,12 +376,7 @@ TEST_CASE("transfer: 503 and 429 are retried, waiting Retry-After up to backoff_
     CHECK(rig.fetcher.started == 2);
     rig.sched.advance(1ms);
     REQUIRE(rig.fetcher.started == 3);
-    REQUIRE(rig.fetcher.head(200, {{"Content-Length", "10"}}).ok());
-    REQUIRE(rig.fetcher.body(data).ok());
-    rig.fetcher.end_ok();
-    rig.sched.run_pending();
-    REQUIRE(rig.done);
-    CHECK(rig.done->ok());
+    serves_whole(rig, data);
 }
 
 TEST_CASE("transfer: a body that drips is ended at the deadline, retries and waits included") {

@@ -323,14 +323,24 @@ TEST_CASE("recover: a staging or spool leftover that cannot be removed does not 
     CHECK_FALSE(test::exists(f.dir + "/.staging/" + plain->id));
 }
 
-TEST_CASE("recover: a start during a trial counts a boot, keeps the new version and the journal") {
-    Fixture f;
+namespace {
+
+// 0.115.0 then 0.116.0 activated, and a journal saying 0.116.0 is on trial until 2000 (Unix
+// seconds) after `boots` starts.
+void on_trial(Fixture& f, int boots) {
     f.activate("0.115.0", "a");
     f.activate("0.116.0", "b");
     auto rec = journal::begin(journal::Op::update, "0.115.0", "0.116.0", "trial");
     rec.trial_until = 2000;
-    rec.boots = 1;
+    rec.boots = boots;
     REQUIRE(f.j.write(rec));
+}
+
+}  // namespace
+
+TEST_CASE("recover: a start during a trial counts a boot, keeps the new version and the journal") {
+    Fixture f;
+    on_trial(f, 1);
     auto r = journal::recover(f.vol, f.j, f.spool, journal::TrialRule{3, 1000});
     REQUIRE(r);
     CHECK_FALSE(r->update_interrupted);
@@ -347,12 +357,7 @@ TEST_CASE("recover: a start during a trial counts a boot, keeps the new version 
 
 TEST_CASE("recover: the start that uses up trialMaxBoots switches back before anything runs") {
     Fixture f;
-    f.activate("0.115.0", "a");
-    f.activate("0.116.0", "b");
-    auto rec = journal::begin(journal::Op::update, "0.115.0", "0.116.0", "trial");
-    rec.trial_until = 2000;
-    rec.boots = 2;
-    REQUIRE(f.j.write(rec));
+    on_trial(f, 2);
     auto r = journal::recover(f.vol, f.j, f.spool, journal::TrialRule{3, 1000});
     REQUIRE(r);
     CHECK(r->trial_rolled_back);
@@ -366,12 +371,7 @@ TEST_CASE("recover: the start that uses up trialMaxBoots switches back before an
 
 TEST_CASE("recover: a trial whose deadline passed while the container was down is over") {
     Fixture f;
-    f.activate("0.115.0", "a");
-    f.activate("0.116.0", "b");
-    auto rec = journal::begin(journal::Op::update, "0.115.0", "0.116.0", "trial");
-    rec.trial_until = 2000;
-    rec.boots = 2;
-    REQUIRE(f.j.write(rec));
+    on_trial(f, 2);
     auto r = journal::recover(f.vol, f.j, f.spool, journal::TrialRule{3, 2000});
     REQUIRE(r);
     CHECK(r->trial_completed);
