@@ -6,12 +6,14 @@
 // most the offer's own download (kept for the restart to resume, docs/download.md) until the
 // offer again ends; the supervisor's storage is unchanged; /readyz is 200; and the next report
 // tells the truth. The archive carries 6 MiB of random bytes, so that the download passes a
-// periodic sync of its part (`download.sync.*`).
+// periodic sync of its part (`download.sync.*`). A second matrix does the same for the trial's
+// fault points (issue 23), a third sends TERM on entry to each state.
 #include <doctest/doctest.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -32,6 +34,11 @@ namespace {
 void check_restart(Rig& rig, const Updater& u, const std::string& version, const Offer& again,
                    size_t restart_mark, std::vector<std::string>& violations,
                    const std::string& label) {
+    // A trial the crash interrupted goes on after the restart (its journal kept, one boot
+    // counted) and ends at its deadline, a few seconds on: the oracle judges the volume after.
+    if (!wait_until([&] { return !exists(rig.state + "/journal.json"); }, 30s, 50ms)) {
+        violations.push_back(label + ": the journal stayed 30 s after the restart");
+    }
     for (const auto& v : rig.violations(version)) violations.push_back(label + ": " + v);
     // Kept at start: what the same offer resumes from or installs, nothing else.
     const std::string sha = rig.sha_of(again.file);
@@ -44,7 +51,14 @@ void check_restart(Rig& rig, const Updater& u, const std::string& version, const
     if (rig.probe("/readyz") != 200) violations.push_back(label + ": /readyz not 200");
     size_t from = rig.mark();
     rig.offer(again);
-    auto st = rig.wait_status(again.version, "", from, 15s);
+    // A new status, or the updater saying there is nothing to do (then none comes).
+    std::optional<Status> st;
+    wait_until(
+        [&] {
+            st = rig.wait_status(again.version, "", from, 0s);
+            return st || u.log_has("update: offer already installed");
+        },
+        15s, 50ms);
     if (!st) st = rig.wait_status(again.version, "", restart_mark, 1s);
     if (!st) {
         violations.push_back(label + ": no final status after the restart; log:\n" + u.log());
@@ -66,16 +80,9 @@ void check_restart(Rig& rig, const Updater& u, const std::string& version, const
     }
 }
 
-}  // namespace
-
-TEST_CASE("update crash matrix: a crash at every fault point of an install, then a restart") {
-    if (!can_run_pid1()) return;
-    Rig rig;
-    rig.first_start(rig.release("0.116.0"));
-    const std::string archive = rig.tar_gz_padded(rig.release("0.117.0"), "v117.tar.gz", 6);
-    const Offer offer{"0.117.0", archive};
-
-    // The traced install: the passes before the offer belong to the start, not to the install.
+// The fault points a traced install of `offer` passes, from the offer on (the start's own passes
+// dropped). `settled` is the log line after which the install has nothing left to do.
+std::vector<FaultPass> traced_install(Rig& rig, const Offer& offer, const std::string& settled) {
     const std::string trace = rig.dir / "trace";
     std::vector<FaultPass> passes;
     size_t install_from = 0;
@@ -88,9 +95,10 @@ TEST_CASE("update crash matrix: a crash at every fault point of an install, then
         install_from = read_fault_trace(trace).size();
         size_t from = rig.mark();
         rig.offer(offer);
-        auto st = rig.wait_status("0.117.0", "", from);
+        auto st = rig.wait_status(offer.version, "", from);
         REQUIRE_MESSAGE(st, rig.record() << "\nlog:\n" << u.log());
         REQUIRE_MESSAGE(st->status == "Installed", st->error);
+        REQUIRE_MESSAGE(u.wait_for_log(settled, 60s), u.log());
         REQUIRE(u.stop() == 0);
         passes = read_fault_trace(trace);
     }
@@ -103,41 +111,24 @@ TEST_CASE("update crash matrix: a crash at every fault point of an install, then
                      passes.begin(), passes.end(),
                      [](const FaultPass& p) { return p.point == "download.write" && p.pass > 1; }),
                  passes.end());
-    // The commit is the unlink of the journal inside update.finish: a process crash after it
-    // (even before the directory's fsync) finds no journal, so from the pass after that
-    // `fsx.unlink` on the new version is the one a restart must keep.
-    size_t commit = passes.size();
-    bool in_finish = false, in_clear = false;
-    for (size_t i = 0; i < passes.size(); ++i) {
-        if (passes[i].point == "update.finish.before") in_finish = true;
-        if (in_finish && passes[i].point == "journal.clear.before") in_clear = true;
-        if (in_clear && passes[i].point == "fsx.unlink") {
-            commit = i + 1;
-            break;
-        }
-    }
-    REQUIRE_MESSAGE(commit < passes.size(), "no unlink of the journal in the trace");
-    std::string names;
-    for (const auto& p : passes) names += label(p) + " ";
-    MESSAGE("fault points of an install: " << passes.size() << ": " << names);
-    for (const char* phase : {"downloading", "verifying", "staging", "preflight", "stopping",
-                              "swapping", "starting", "health-checking"}) {
-        const std::string before = std::string("update.") + phase + ".before";
-        CHECK_MESSAGE(std::any_of(passes.begin(), passes.end(),
-                                  [&](const FaultPass& p) { return p.point == before; }),
-                      "the install never passed " << before);
-    }
-    for (const char* point : {"download.sync.before", "download.sync.after"}) {
-        CHECK_MESSAGE(std::any_of(passes.begin(), passes.end(),
-                                  [&](const FaultPass& p) { return p.point == point; }),
-                      "the install never passed " << point);
-    }
+    return passes;
+}
 
+// The first pass at or after `from` whose point is `point` (passes.size() if none).
+size_t find_pass(const std::vector<FaultPass>& passes, size_t from, const std::string& point) {
+    while (from < passes.size() && passes[from].point != point) ++from;
+    return from;
+}
+
+// Crashes the binary at each pass in turn, restarts it without the fault and judges the restart
+// (check_restart). `expect(i)` is the version a restart after a crash at pass i must keep, or ""
+// where either is right (then `current` itself is judged: intact, and what the report says).
+void crash_each(Rig& rig, const Offer& offer, const std::vector<FaultPass>& passes,
+                const std::function<std::string(size_t)>& expect) {
     std::vector<std::string> violations;
     int crashed = 0;
     for (size_t i = 0; i < passes.size(); ++i) {
         const std::string l = label(passes[i]);
-        const std::string expect = i >= commit ? "0.117.0" : "0.116.0";
         rig.restore_pristine();
         {
             SpawnOptions crash;
@@ -156,13 +147,77 @@ TEST_CASE("update crash matrix: a crash at every fault point of an install, then
         const size_t m = rig.mark();
         Updater u(rig.config());
         rig.await_start(u, m);
-        check_restart(rig, u, expect, offer, m, violations, l);
+        std::string version = expect(i);
+        if (version.empty()) version = rig.current().substr(std::string("versions/").size());
+        check_restart(rig, u, version, offer, m, violations, l);
         if (u.stop() != 0) violations.push_back(l + ": the restart did not exit 0");
     }
     MESSAGE("crashed at " << crashed << " of " << passes.size()
                           << " points; violations: " << violations.size());
     CHECK(crashed == static_cast<int>(passes.size()));
     CHECK_MESSAGE(violations.empty(), joined(violations));
+}
+
+}  // namespace
+
+TEST_CASE("update crash matrix: a crash at every fault point of an install, then a restart") {
+    if (!can_run_pid1()) return;
+    Rig rig;
+    rig.first_start(rig.release("0.116.0"));
+    const std::string archive = rig.tar_gz_padded(rig.release("0.117.0"), "v117.tar.gz", 6);
+    const Offer offer{"0.117.0", archive};
+    const std::vector<FaultPass> passes =
+        traced_install(rig, offer, "msg=\"update: state\" state=idle from=committed");
+    // The commit is the unlink of the journal inside update.finish: a process crash after it
+    // (even before the directory's fsync) finds no journal, so from the pass after that
+    // `fsx.unlink` on the new version is the one a restart must keep.
+    const size_t finish = find_pass(passes, 0, "update.finish.before");
+    const size_t commit =
+        find_pass(passes, find_pass(passes, finish, "journal.clear.before"), "fsx.unlink") + 1;
+    REQUIRE_MESSAGE(commit < passes.size(), "no unlink of the journal in the trace");
+    std::string names;
+    for (const auto& p : passes) names += label(p) + " ";
+    MESSAGE("fault points of an install: " << passes.size() << ": " << names);
+    for (const char* phase : {"downloading", "verifying", "staging", "preflight", "stopping",
+                              "swapping", "starting", "health-checking"}) {
+        const std::string before = std::string("update.") + phase + ".before";
+        CHECK_MESSAGE(find_pass(passes, 0, before) < passes.size(),
+                      "the install never passed " << before);
+    }
+    for (const char* point : {"download.sync.before", "download.sync.after"}) {
+        CHECK_MESSAGE(find_pass(passes, 0, point) < passes.size(),
+                      "the install never passed " << point);
+    }
+    crash_each(rig, offer, passes,
+               [commit](size_t i) { return std::string(i >= commit ? "0.117.0" : "0.116.0"); });
+}
+
+// Issue 23: the trial's own fault points (its journal write, the finish at its start, the
+// commit at its end). Before the trial's journal is durable a restart rolls back (the journal
+// says health-checking); from then on it keeps the new version (one boot of update.trialMaxBoots,
+// or the deadline passed); a crash inside the journal's own write may leave either journal.
+TEST_CASE("update crash matrix: a crash at every fault point of a trial, then a restart") {
+    if (!can_run_pid1()) return;
+    Rig rig;
+    rig.cfg.trial_period = "3s";
+    rig.first_start(rig.release("0.116.0"));
+    const Offer offer{"0.117.0", rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz")};
+    std::vector<FaultPass> passes =
+        traced_install(rig, offer, "msg=\"update: state\" state=committed from=trial");
+    const size_t trial = find_pass(passes, 0, "update.trial.before");
+    REQUIRE_MESSAGE(trial < passes.size(), "the install never passed update.trial.before");
+    // The earlier points are the install's matrix above.
+    passes.erase(passes.begin(), passes.begin() + static_cast<long>(trial));
+    const size_t written_from = find_pass(passes, 0, "journal.write.before");
+    const size_t written = find_pass(passes, written_from, "journal.write.after");
+    REQUIRE(written < passes.size());
+    std::string names;
+    for (const auto& p : passes) names += label(p) + " ";
+    MESSAGE("fault points of a trial: " << passes.size() << ": " << names);
+    crash_each(rig, offer, passes, [written_from, written](size_t i) {
+        if (i <= written_from) return std::string("0.116.0");
+        return std::string(i >= written ? "0.117.0" : "");
+    });
 }
 
 TEST_CASE("update TERM matrix: a SIGTERM on entry to every state of an install") {
