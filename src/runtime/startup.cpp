@@ -30,7 +30,7 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
     opened->trial = rec->trial;
     // An update that recovery undid is the last attempt's outcome; losing that record costs only
     // the quarantine rule, so it does not stop the start.
-    auto att = update::record_recovery(opened->state, *rec, format_rfc3339(wall_now()));
+    auto att = update::record_recovery(opened->state, *rec, format_rfc3339(wall_now()), max_boots);
     if (!att) {
         log::warn("recovery: last attempt not recorded", {{"error", att.error().message()}});
     } else if (att->has_value()) {

@@ -148,6 +148,11 @@ struct Attempt {
     // "Failure classes"), so it is not quarantined. Files without the field: deterministic.
     bool transient = false;
     std::string lifted{};  // RFC 3339: when `myriarch-updater forget` lifted the quarantine
+    // Starts of the container that found this package's new version running before its trial
+    // (journal phase starting or health-checking): carried from one interrupted install of the
+    // same package to the next, so that a version that kills the container while it is checked
+    // is not installed for ever (record_recovery).
+    int64_t restarts = 0;
     bool operator==(const Attempt&) const = default;
 };
 

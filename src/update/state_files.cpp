@@ -112,6 +112,8 @@ std::string render_attempt(const Attempt& a) {
         put(root.get(), "class", a.transient ? "transient" : "deterministic");
     }
     if (!a.lifted.empty()) put(root.get(), "lifted", a.lifted);
+    if (a.restarts > 0)
+        json_object_object_add(root.get(), "restarts", json_object_new_int64(a.restarts));
     return to_text(root);
 }
 
@@ -144,6 +146,12 @@ Result<Attempt> parse_attempt(std::string_view text) {
         auto lifted = string_field(root->get(), "lifted");
         if (!lifted) return lifted.fail();
         a.lifted = std::move(lifted.value());
+    }
+    if (json_object_object_get_ex(root->get(), "restarts", &v)) {
+        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0) {
+            return fail(Errc::invalid, "restarts: not a count");
+        }
+        a.restarts = json_object_get_int64(v);
     }
     return a;
 }
@@ -281,8 +289,33 @@ Result<std::optional<Attempt>> lift_quarantine(const statedir::StateDir& dir,
     return std::optional<Attempt>(a);
 }
 
+namespace {
+
+// The journal phases in which the offered version was running (started, being checked) but not yet
+// on trial: a container that dies there may have been killed by that version.
+bool ran_new_version(const std::string& phase) {
+    return phase == "starting" || phase == "health-checking";
+}
+
+// An interruption while the new version ran counts one restart against the package (carried by its
+// in-progress record from the interrupted installs before). At `max_restarts` the interruptions
+// are no longer innocent: the version is recorded rolled back, deterministically (quarantined),
+// as the trial's boot limit does once the trial has begun.
+void count_restart(Attempt& a, const std::string& phase, int64_t carried, int64_t max_restarts) {
+    a.restarts = carried + (ran_new_version(phase) ? 1 : 0);
+    if (!ran_new_version(phase) || a.restarts < max_restarts) return;
+    a.outcome = Outcome::rolled_back;
+    a.transient = false;
+    a.reason = "rolled back: the container restarted " + std::to_string(a.restarts) +
+               " times while " + a.version + " was started or checked (update.trialMaxBoots " +
+               std::to_string(max_restarts) + "); " + a.reason;
+}
+
+}  // namespace
+
 Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
-                                               const journal::Recovery& r, const std::string& now) {
+                                               const journal::Recovery& r, const std::string& now,
+                                               int64_t max_restarts) {
     if ((!r.update_interrupted && !r.trial_rolled_back) || !r.record) {
         return std::optional<Attempt>();
     }
@@ -302,6 +335,9 @@ Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
     if (auto prev = load_attempt(dir); prev && prev->has_value() && names_offer((*prev)->outcome) &&
                                        (*prev)->version == a.version) {
         a.package_hash_hex = (*prev)->package_hash_hex;
+        if (r.update_interrupted) {
+            count_restart(a, r.record->phase, (*prev)->restarts, max_restarts);
+        }
     }
     MYR_TRY(store_attempt(dir, a), "record the interrupted update");
     return std::optional<Attempt>(a);

@@ -58,10 +58,13 @@ std::string render_installed(const Installed& in);
 
 // After journal::recover: an update that recovery undid is recorded as "interrupted" in
 // last-attempt.json (keeping the package hash of the "in-progress" record, which names the offer;
-// an interruption quarantines nothing), with what recovery did. Returns the attempt written, if
-// any.
+// an interruption quarantines nothing), with what recovery did. An interruption while the new
+// version was started or checked counts a restart against the package, carried from one install
+// to the next: at `max_restarts` (update.trialMaxBoots) it is recorded rolled-back instead,
+// deterministic, so the same offer is quarantined. Returns the attempt written, if any.
 [[nodiscard]] Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
                                                              const journal::Recovery& r,
-                                                             const std::string& now_rfc3339);
+                                                             const std::string& now_rfc3339,
+                                                             int64_t max_restarts = 3);
 
 }  // namespace myr::update

@@ -25,6 +25,19 @@ std::optional<Inspection::Room> room_at(int dirfd, const std::string& path) {
     return Inspection::Room{path, sp->available, sp->device};
 }
 
+// A new install of a package whose last install was interrupted while its version ran carries
+// that count of restarts (record_recovery bounds it); an unreadable record carries nothing.
+void carry_restarts(const statedir::StateDir& state, Attempt& in_progress) {
+    auto last = load_attempt(state);
+    if (!last || !last->has_value()) return;
+    const Attempt& prev = **last;
+    if (prev.outcome == Outcome::interrupted &&
+        prev.package_hash_hex == in_progress.package_hash_hex &&
+        prev.version == in_progress.version) {
+        in_progress.restarts = prev.restarts;
+    }
+}
+
 }  // namespace
 
 StoreVolumeOps::StoreVolumeOps(loop::Scheduler& sched, std::shared_ptr<store::Volume> volume,
@@ -90,11 +103,14 @@ std::unique_ptr<Step> StoreVolumeOps::write_journal(JournalEntry e, Done done) {
     }
     auto journal = journal_;
     return run<void>(
-        [journal, r, in_progress]() -> Status {
+        [journal, r, in_progress]() mutable -> Status {
             // The crash matrix's points of each journaled state's entry: update.<phase>.before
             // (nothing of the state written yet) and .after (journaled, its work not begun).
             MYR_TRY(fault::point("update." + r.phase + ".before"), "journal");
-            if (in_progress) MYR_TRY(store_attempt(journal->state(), *in_progress), "journal");
+            if (in_progress) {
+                carry_restarts(journal->state(), *in_progress);
+                MYR_TRY(store_attempt(journal->state(), *in_progress), "journal");
+            }
             MYR_TRY(journal->write(r), "journal " + r.phase);
             MYR_TRY(fault::point("update." + r.phase + ".after"), "journal");
             return {};

@@ -116,6 +116,51 @@ TEST_CASE(
     CHECK(u.stop() == 0);
 }
 
+TEST_CASE("update: a version whose container dies three times while it is checked is quarantined") {
+    // Before its trial (journal phase health-checking) every death is recovered by switching
+    // back, and an interruption alone quarantines nothing: the server offers the version again.
+    // The third death while that version ran uses up update.trialMaxBoots: it is recorded rolled
+    // back, deterministically, and the offer is refused without a download.
+    if (!can_run_pid1()) return;
+    Rig rig;
+    rig.configure(seed(rig), [](UpdaterConfig& c) { c.health_timeout = "10m"; });
+    const Offer bad{"0.117.0", rig.tar_gz(rig.release("0.117.0", "health=fail"), "v117.tar.gz")};
+    for (int death = 1; death <= 3; ++death) {
+        CAPTURE(death);
+        const size_t m = rig.mark();
+        Updater u(rig.config());
+        // The first start snapshots the supervisor's storage, which every later one must keep.
+        death == 1 ? rig.settle(u) : rig.await_start(u, m);
+        if (death > 1) {
+            CHECK_MESSAGE(u.log_has("recovery: interrupted update recorded"), u.log());
+            CHECK(rig.current() == "versions/0.116.0");
+        }
+        rig.offer(bad);
+        REQUIRE_MESSAGE(u.wait_for_log("state=health-checking", 60s), u.log());
+        u.signal(SIGKILL);  // the container dies while 0.117.0 is checked
+        u.wait_exit(10s);
+    }
+    const size_t m = rig.mark();
+    Updater u(rig.config());
+    rig.await_start(u, m);
+    CHECK(rig.current() == "versions/0.116.0");
+    const std::string attempt = read_file(rig.state + "/last-attempt.json");
+    CHECK_MESSAGE(attempt.find("\"outcome\":\"rolled-back\"") != std::string::npos, attempt);
+    CHECK_MESSAGE(attempt.find("\"restarts\":3") != std::string::npos, attempt);
+    const size_t requests = rig.artifact_server->requests();
+    const size_t from = rig.mark();
+    rig.offer(bad);
+    auto st = rig.wait_status("0.117.0", "InstallFailed", from, 30s);
+    REQUIRE_MESSAGE(st, "no report; record:\n" << rig.record() << "\nlog:\n" << u.log());
+    CHECK_MESSAGE(st->error.rfind("quarantined: rolled back: the container restarted 3 times while "
+                                  "0.117.0 was started or checked",
+                                  0) == 0,
+                  st->error);
+    CHECK(rig.artifact_server->requests() == requests);
+    check_settled(rig, "0.116.0");
+    CHECK(u.stop() == 0);
+}
+
 TEST_CASE("update trial: a trial that completes is committed, and only then does GC run") {
     if (!can_run_pid1()) return;
     Rig rig;

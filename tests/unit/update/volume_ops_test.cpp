@@ -246,6 +246,52 @@ TEST_CASE("recovery of an update: an unproven swap goes back, and the attempt sa
     }
 }
 
+TEST_CASE(
+    "recovery of an update: restarts while the new version ran are counted, then quarantine") {
+    // A version that kills the container while it is checked: each start recovers the swap and
+    // the server offers it again. Restarts before the swap count nothing; at the third restart
+    // during health-checking (update.trialMaxBoots 3) the package is rolled back for good.
+    VolumeRig rig;
+    auto install_and_die = [&](const char* phase) {
+        StoreVolumeOps ops{rig.sched, rig.vol, rig.j, 1};  // a new process: a new install
+        REQUIRE(rig.wait([&](Done d) { return ops.write_journal(rig.entry("downloading"), d); }));
+        REQUIRE(rig.wait([&](Done d) { return ops.write_journal(rig.entry(phase), d); }));
+        auto [staged, sha] = rig.stage("0.117.0");
+        REQUIRE(rig.wait([&](Done d) {
+            return ops.activate({"0.117.0", staged, sha, "0.116.0"}, d);
+        }));
+        auto rec = journal::recover(*rig.vol, *rig.j, rig.spool);
+        REQUIRE(rec);
+        CHECK(rig.current() == "0.116.0");
+        auto att = record_recovery(rig.j->state(), *rec, "t", 3);
+        REQUIRE(att);
+        REQUIRE(att->has_value());
+        CHECK(load_attempt(rig.j->state())->value() == **att);
+        return **att;
+    };
+    Attempt a = install_and_die("swapping");
+    CHECK(a.outcome == Outcome::interrupted);
+    CHECK(a.restarts == 0);
+    for (int64_t n = 1; n <= 2; ++n) {
+        a = install_and_die("health-checking");
+        CHECK(a.outcome == Outcome::interrupted);
+        CHECK(a.restarts == n);
+        CHECK_FALSE(quarantines(a));
+    }
+    a = install_and_die("starting");
+    CHECK(a.outcome == Outcome::rolled_back);
+    CHECK_FALSE(a.transient);
+    CHECK(quarantines(a));
+    CHECK(a.restarts == 3);
+    CHECK(a.package_hash_hex == std::string(64, 'e'));
+    CHECK(a.reason ==
+          "rolled back: the container restarted 3 times while 0.117.0 was started or checked "
+          "(update.trialMaxBoots 3); interrupted while starting; recovery: switched current to "
+          "0.116.0");
+    // Another package starts its own count.
+    CHECK(parse_attempt(render_attempt(a)).value() == a);
+}
+
 TEST_CASE("recovery of an update before the swap: staging and spool cleaned, current unchanged") {
     VolumeRig rig;
     REQUIRE(rig.wait([&](Done d) { return rig.ops.write_journal(rig.entry("preflight"), d); }));
