@@ -52,9 +52,12 @@ TEST_CASE("download: a file cut three times resumes to the right hash, each byte
     CHECK(!exists(rig.part() + ".meta"));
 }
 
-TEST_CASE("download: a kept part from an earlier run is continued") {
+TEST_CASE("download: a kept part from an earlier run is trusted up to its last sync only") {
     Rig rig;
-    // The first run fails for good after one cut; the second (a restart of the updater) resumes.
+    // The first run fails for good after one cut; the second (a restart of the updater) keeps the
+    // part but only up to the size its meta says was fsynced (none here: the part is far below
+    // kSyncEvery), so it downloads the whole file again (docs/download.md, "Resume"; a resume
+    // from synced bytes across a restart: integration-update-resume).
     DownloaderOptions o = rig.options();
     o.max_tries = 1;
     auto first = fetch(rig.loop, o, rig.request("?cut=400000"));
@@ -63,7 +66,7 @@ TEST_CASE("download: a kept part from an earlier run is continued") {
     CHECK(read_file(rig.part()).size() == 400000);
     auto second = fetch(rig.loop, rig.options(), rig.request("?cut=400000"));
     require_ok(second, rig.hex, rig.data.size());
-    CHECK(rig.server->bytes_served() == rig.data.size());
+    CHECK(rig.server->bytes_served() == 400000 + rig.data.size());
 }
 
 TEST_CASE("download: 200 instead of 206, a wrong Content-Range and 416 restart from zero") {

@@ -5,6 +5,7 @@
 // The volume is a tmpfs mounted over the rig's install directory (the rig runs as root in its
 // own mount namespace).
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <functional>
@@ -35,17 +36,29 @@ struct Tmpfs {
     bool mounted = false;
 };
 
-// A rig whose install directory (or stateDir) is a tmpfs of `size`, started on a 0.116.0 seed
-// with `seed_pad` MiB of zeros and settled; nothing started when the tmpfs could not be mounted.
+// A rig whose install directory (or stateDir) is a tmpfs of `size` (or of the size `size_of` the
+// seed's bytes gives: the stand-in collector is three times larger in a static build), started on
+// a 0.116.0 seed with `seed_pad` MiB of zeros and settled; nothing started when the tmpfs could
+// not be mounted.
 struct OnTmpfs {
     OnTmpfs(bool install, const std::string& size, int seed_pad = 0)
-        : fs(install ? rig.install : rig.state, size) {
+        : OnTmpfs(
+              install, [size](uint64_t) { return size; }, seed_pad) {}
+    OnTmpfs(bool install, const std::function<std::string(uint64_t)>& size_of, int seed_pad)
+        : seed(rig.release("0.116.0", "", seed_pad)),
+          fs(install ? rig.install : rig.state, size_of(file_size(seed))) {
         if (!fs.mounted) return;
-        rig.configure(rig.release("0.116.0", "", seed_pad));
+        rig.configure(seed);
         u.emplace(rig.config());
         rig.settle(*u);
     }
+    static uint64_t file_size(const std::string& path) {
+        struct stat st {};
+        REQUIRE(::stat(path.c_str(), &st) == 0);
+        return static_cast<uint64_t>(st.st_size);
+    }
     Rig rig;
+    std::string seed;
     Tmpfs fs;
     std::optional<Updater> u;
 };
@@ -102,9 +115,11 @@ TEST_CASE("room: a volume without room for the binary is refused before the down
 TEST_CASE("room: ENOSPC that happens anyway leaves the active version and is transient") {
     if (!can_run_pid1()) return;
     if (::geteuid() != 0) MYR_SKIP("mounting a tmpfs needs root");
-    // Room for the seed (about 0.5 MB) and for a binary of its size (the estimate), not for a
-    // release 3 MiB bigger: the estimate passes, the extraction finds the member too large.
-    OnTmpfs t(true, "2m");
+    // Room for the seed and for a binary of its size (the estimate, seed + 64 KiB) with 1 MiB to
+    // spare for the markers and the tmpfs's own blocks, not for a release 3 MiB bigger: the
+    // estimate passes, the extraction finds the member too large.
+    OnTmpfs t(
+        true, [](uint64_t seed) { return std::to_string((2 * seed) / 1024 + 1024) + "k"; }, 0);
     if (!t.fs.mounted) MYR_SKIP("cannot mount a tmpfs");
     const std::string big = t.rig.tar_gz(t.rig.release("0.117.0", "", 3), "big.tar.gz");
 
