@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "fsx/dir.hpp"
+#include "fsx/file.hpp"
 #include "statedir/state_dir.hpp"
 #include "update/state_files.hpp"
 
@@ -76,6 +77,8 @@ void read_spool(const statedir::StateDir& dir, StatusView& v) {
         return;
     }
     for (const std::string& name : *names) {
+        // A file being replaced atomically (the part's metadata): not a download of its own.
+        if (fsx::is_temp_name(name)) continue;
         auto st = fsx::stat_at(spool->get(), name);
         // Gone between the listing and the stat: the download moved on.
         if (!st || !st->has_value()) continue;
