@@ -93,9 +93,9 @@ void read_state(const statedir::StateDir& dir, StatusView& v) {
     } else {
         v.journal = std::move(*journal);
         if (v.journal.kind == journal::Loaded::Kind::corrupt) {
-            v.problems.push_back(dir.path_of(statedir::entry::journal) +
-                                 ": unreadable (recovery moves it aside at the next start): " +
-                                 v.journal.reason);
+            v.problems.push_back(
+                dir.path_of(statedir::entry::journal) +
+                ": unreadable (recovery moves it aside at the next start): " + v.journal.reason);
         }
     }
     if (auto a = load_attempt(dir); !a) {

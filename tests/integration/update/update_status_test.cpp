@@ -112,8 +112,8 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         json_object* v = json_object_array_get_idx(s.at({"volume", "versions"}), 0);
         CHECK(str(v, "source") == "image");
         CHECK(opamp::num(v, "binarySize") ==
-              static_cast<int64_t>(read_file(rig.install + "/versions/0.116.0/otelcol-contrib")
-                                       .size()));
+              static_cast<int64_t>(
+                  read_file(rig.install + "/versions/0.116.0/otelcol-contrib").size()));
         CHECK(s.at({"state", "journal"}) == nullptr);
         CHECK(s.at({"state", "trial"}) == nullptr);
         CHECK(str(s.at({"trustedRoot"}), "newestStart") == newest_start(trusted));
@@ -139,8 +139,8 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         bool part = false;
         for (size_t i = 0; i < json_object_array_length(dl); ++i) {
             json_object* f = json_object_array_get_idx(dl, i);
-            part = part || (str(f, "file") == rig.sha_of(v117) + ".part" &&
-                            opamp::num(f, "bytes") > 0);
+            part = part ||
+                   (str(f, "file") == rig.sha_of(v117) + ".part" && opamp::num(f, "bytes") > 0);
         }
         CHECK_MESSAGE(part, s.out);
         CHECK(str(s.at({"volume", "current"}), "version") == "0.116.0");
@@ -152,7 +152,8 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         // names the new version, its child not yet started).
         const std::string hold = rig.dir / "held";
         SpawnOptions held;
-        held.env = {{"MYRIARCH_FAULT", "update.starting.after:hold"}, {"MYRIARCH_FAULT_HOLD", hold}};
+        held.env = {{"MYRIARCH_FAULT", "update.starting.after:hold"},
+                    {"MYRIARCH_FAULT_HOLD", hold}};
         Updater u(rig.config(), Launch::pid1, held);
         rig.await_start(u, rig.mark());
         rig.offer({"0.117.0", v117});
@@ -219,9 +220,9 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         CHECK(text.exit_code == 0);
         std::istringstream lines(text.out);
         for (std::string l; std::getline(lines, l);) CHECK_MESSAGE(l.size() <= 100, l);
-        CHECK_MESSAGE(text.out.find("trial         0.117.0 (from 0.116.0) until ") !=
-                          std::string::npos,
-                      text.out);
+        CHECK_MESSAGE(
+            text.out.find("trial         0.117.0 (from 0.116.0) until ") != std::string::npos,
+            text.out);
         CHECK(u.stop() == 0);
     }
     CHECK(rig.storage_unchanged());
@@ -243,9 +244,9 @@ TEST_CASE("status: a missing volume and a hostile one are reported, no link is f
     REQUIRE(run({"mkdir", "-p", rig.install}).exit_code == 0);
     s = status(rig, "empty");
     CHECK(s.exit_code == 1);
-    CHECK_MESSAGE(str(s.at({"volume"}), "problem").find(rig.install + "/versions") !=
-                      std::string::npos,
-                  s.out);
+    CHECK_MESSAGE(
+        str(s.at({"volume"}), "problem").find(rig.install + "/versions") != std::string::npos,
+        s.out);
     CHECK(list_dir(rig.install).empty());
 
     // A volume with one good version, a symlink planted as a version directory (pointing at a
@@ -255,10 +256,11 @@ TEST_CASE("status: a missing volume and a hostile one are reported, no link is f
     REQUIRE(run({"mkdir", "-p", good, rig.state, rig.dir / "outside"}).exit_code == 0);
     REQUIRE(run({"cp", bin, good + "/otelcol-contrib"}).exit_code == 0);
     const std::string sha = wired::sha256_of(bin);
-    const std::string marker = "{\"version\":\"0.116.0\",\"binary\":\"otelcol-contrib\",\"sha256\":\"" +
-                               sha + "\",\"size\":" + std::to_string(read_file(bin).size()) +
-                               ",\"source\":\"image\",\"previousVersion\":\"\","
-                               "\"installedAt\":\"2026-12-01T00:00:00Z\"}\n";
+    const std::string marker =
+        "{\"version\":\"0.116.0\",\"binary\":\"otelcol-contrib\",\"sha256\":\"" + sha +
+        "\",\"size\":" + std::to_string(read_file(bin).size()) +
+        ",\"source\":\"image\",\"previousVersion\":\"\","
+        "\"installedAt\":\"2026-12-01T00:00:00Z\"}\n";
     write_file(good + "/install.json", marker);
     REQUIRE(run({"ln", "-s", "versions/0.116.0", rig.install + "/current"}).exit_code == 0);
     REQUIRE(run({"ln", "-s", rig.dir / "outside", rig.install + "/versions/0.200.0"}).exit_code ==
@@ -273,9 +275,9 @@ TEST_CASE("status: a missing volume and a hostile one are reported, no link is f
     CHECK_MESSAGE(str(json_object_array_get_idx(list, 1), "problem").find("install.json") !=
                       std::string::npos,
                   h.out);
-    CHECK_MESSAGE(str(json_object_array_get_idx(list, 2), "problem").find("symlink") !=
-                      std::string::npos,
-                  h.out);
+    CHECK_MESSAGE(
+        str(json_object_array_get_idx(list, 2), "problem").find("symlink") != std::string::npos,
+        h.out);
     CHECK(str(h.at({"volume", "current"}), "state") == "intact");
     CHECK(json_object_array_length(h.at({"problems"})) == 2);
     CHECK(list_dir(rig.dir / "outside").empty());
