@@ -153,6 +153,16 @@ void text_state(std::string& out, const StatusView& v) {
     } else {
         line(out, "last attempt", "none");
     }
+    if (v.last_offer) {
+        // What the server was told when the last offer ended, one package a line.
+        bool first = true;
+        for (const PackageReport& p : v.last_offer->statuses) {
+            line(out, first ? "last offer" : "",
+                 p.name + " " + (p.offered_version.empty() ? "?" : p.offered_version) + ": " +
+                     to_string(p.code) + (p.error.empty() ? "" : ": " + p.error));
+            first = false;
+        }
+    }
     if (v.quarantined()) {
         const Attempt& a = *v.last_attempt;
         auto end = quarantine_end(a, v.in.quarantine_for);

@@ -158,7 +158,12 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         rig.await_start(u, rig.mark());
         rig.offer({"0.117.0", v117});
         REQUIRE_MESSAGE(wait_until([&] { return exists(hold); }, 40s, 20ms), u.log());
+        const auto install_before = wired::snapshot(rig.install);
+        const auto state_before = wired::snapshot(rig.state);
         StatusRun s = status(rig, "critical");
+        // Nothing else moves while the updater is held: status changed nothing it read.
+        CHECK(wired::snapshot(rig.install) == install_before);
+        CHECK(wired::snapshot(rig.state) == state_before);
         CHECK_MESSAGE(s.exit_code == 0, s.err);
         CHECK(str(s.at({"state", "journal"}), "op") == "update");
         CHECK(str(s.at({"state", "journal"}), "phase") == "starting");
@@ -185,7 +190,23 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         CHECK(str(s.at({"volume", "current"}), "version") == "0.116.0");
         Status st = final_status(rig, u, {"0.118.0", v118});
         CHECK(st.status == "InstallFailed");
-        REQUIRE(wait_until([&] { return !exists(rig.state + "/journal.json"); }, 20s, 50ms));
+        // The report goes out before the finish, which clears the journal, then writes
+        // last-attempt.json and packages.json: status is judged once they are all on disk.
+        REQUIRE(wait_until(
+            [&] {
+                return !exists(rig.state + "/journal.json") &&
+                       read_file(rig.state + "/last-attempt.json").find("rolled-back") !=
+                           std::string::npos &&
+                       read_file(rig.state + "/packages.json").find("0.118.0") != std::string::npos;
+            },
+            20s, 50ms));
+        RunResult text = run({updater_bin(), "status", "--config", rig.config()}, 20s);
+        CHECK_MESSAGE(text.out.find("last offer    otelcol-contrib 0.118.0: install-failed: ") !=
+                          std::string::npos,
+                      text.out << read_file(rig.state + "/packages.json"));
+        CHECK_MESSAGE(
+            text.out.find("quarantined   package " + rig.sha_of(v118)) != std::string::npos,
+            text.out);
         s = status(rig, "rolled-back");
         CHECK_MESSAGE(s.exit_code == 0, s.err);
         json_object* a = s.at({"state", "lastAttempt"});
@@ -216,7 +237,7 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         CHECK(str(s.at({"volume", "current"}), "version") == "0.117.0");
 
         // The human form fits 100 columns and names the same facts.
-        RunResult text = run({updater_bin(), "status", "--config", rig.config()}, 20s);
+        text = run({updater_bin(), "status", "--config", rig.config()}, 20s);
         CHECK(text.exit_code == 0);
         std::istringstream lines(text.out);
         for (std::string l; std::getline(lines, l);) CHECK_MESSAGE(l.size() <= 100, l);
