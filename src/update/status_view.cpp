@@ -12,12 +12,25 @@
 namespace myr::update {
 namespace {
 
+// A volume or spool a hostile hand filled with entries still gives a short answer: the first
+// kMaxEntries names (sorted) are shown, the rest counted as a problem.
+constexpr size_t kMaxEntries = 64;
+
+// Keeps the first kMaxEntries of `names`; says how many were dropped.
+void cap(std::vector<std::string>& names, const std::string& where, StatusView& v) {
+    if (names.size() <= kMaxEntries) return;
+    v.problems.push_back(where + ": " + std::to_string(names.size()) + " entries, the first " +
+                         std::to_string(kMaxEntries) + " shown");
+    names.resize(kMaxEntries);
+}
+
 void read_versions(const store::Volume& vol, StatusView& v) {
     auto names = fsx::list_dir(vol.versions_fd());
     if (!names) {
         v.problems.push_back(names.error().context("list " + vol.path() + "/versions").message());
         return;
     }
+    cap(*names, vol.path() + "/versions", v);
     for (const std::string& name : *names) {
         VersionFacts f{name, std::nullopt, {}};
         auto marker = store::check_present(vol, name);
@@ -76,6 +89,7 @@ void read_spool(const statedir::StateDir& dir, StatusView& v) {
             names.error().context("list " + dir.path_of(statedir::entry::spool)).message());
         return;
     }
+    cap(*names, dir.path_of(statedir::entry::spool), v);
     for (const std::string& name : *names) {
         // A file being replaced atomically (the part's metadata): not a download of its own.
         if (fsx::is_temp_name(name)) continue;

@@ -121,15 +121,12 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
 
         // A download the artifact server holds open (half the body, then nothing for 60 s).
         rig.offer({"0.117.0", v117, "stall=60"});
-        REQUIRE_MESSAGE(wait_until(
-                            [&] {
-                                for (const auto& n : list_dir(rig.spool())) {
-                                    if (n.size() > 5 && n.ends_with(".part")) return true;
-                                }
-                                return false;
-                            },
-                            30s, 50ms),
-                        u.log());
+        const std::string part_file = rig.spool() + "/" + rig.sha_of(v117) + ".part";
+        auto receiving = [&] {
+            struct stat st {};
+            return ::stat(part_file.c_str(), &st) == 0 && st.st_size > 0;
+        };
+        REQUIRE_MESSAGE(wait_until(receiving, 30s, 50ms), u.log());
         s = status(rig, "downloading");
         CHECK_MESSAGE(s.exit_code == 0, s.err);
         CHECK(str(s.at({"state", "journal"}), "phase") == "downloading");
