@@ -151,8 +151,9 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         SpawnOptions held;
         held.env = {{"MYRIARCH_FAULT", "update.starting.after:hold"},
                     {"MYRIARCH_FAULT_HOLD", hold}};
+        const size_t before = rig.mark();  // taken first: the agent may connect at once
         Updater u(rig.config(), Launch::pid1, held);
-        rig.await_start(u, rig.mark());
+        rig.await_start(u, before);
         rig.offer({"0.117.0", v117});
         REQUIRE_MESSAGE(wait_until([&] { return exists(hold); }, 40s, 20ms), u.log());
         const auto install_before = wired::snapshot(rig.install);
@@ -180,8 +181,9 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
     }
     {
         // Recovery puts 0.116.0 back; then 0.118.0 fails its health check and is rolled back.
+        const size_t before = rig.mark();
         Updater u(rig.config());
-        rig.await_start(u, rig.mark());
+        rig.await_start(u, before);
         StatusRun s = status(rig, "recovered");
         CHECK(str(s.at({"state", "lastAttempt"}), "outcome") == "interrupted");
         CHECK(str(s.at({"volume", "current"}), "version") == "0.116.0");
