@@ -169,6 +169,10 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         CHECK(str(s.at({"volume", "current"}), "version") == "0.117.0");
         CHECK(str(s.at({"volume"}), "previous") == "0.116.0");
         CHECK(version_names(s) == std::vector<std::string>{"0.116.0", "0.117.0"});
+        RunResult text = run({updater_bin(), "status", "--config", rig.config()}, 20s);
+        CHECK_MESSAGE(text.out.find("in flight     update 0.116.0 -> 0.117.0, phase starting") !=
+                          std::string::npos,
+                      text.out);
         // Killed there: the journal stays for recovery, and status says so without PID 1.
         u.signal(SIGKILL);
         u.wait_exit(10s);
@@ -301,4 +305,10 @@ TEST_CASE("status: a missing volume and a hostile one are reported, no link is f
     CHECK(str(h.at({"volume", "current"}), "state") == "intact");
     CHECK(json_object_array_length(h.at({"problems"})) == 2);
     CHECK(list_dir(rig.dir / "outside").empty());
+    // The text form says the same, one PROBLEM line each, and exits 1 too.
+    RunResult text = run({updater_bin(), "status", "--config", rig.config()}, 20s);
+    CHECK(text.exit_code == 1);
+    CHECK_MESSAGE(text.out.find("PROBLEM       " + rig.install + "/versions/0.200.0: not intact") !=
+                      std::string::npos,
+                  text.out);
 }
