@@ -446,6 +446,12 @@ function defaultTagRules() {
     "[standard] the supervisor image runs the tested release");
   eq(render(matrix["updater-tag-pinned"]).container("install-updater").image, "ghcr.io/myriarch/myriarch-updater:9.9.9",
     "[updater-tag-pinned] a tag given wins over appVersion");
+  // The health URL the updater checks by default (config.md: supervisor.healthUrl) is the one the
+  // chart renders, on the supervisor's healthcheck endpoint that release serves (real_chart_test).
+  eq(std.configYaml("updater.yaml").supervisor.healthUrl, "http://127.0.0.1:23233/health",
+    "[standard] supervisor.healthUrl is the updater's default");
+  eq(portOf(std.configYaml("supervisor.yaml").healthcheck.endpoint), 23233,
+    "[standard] the supervisor's healthcheck.endpoint serves it");
 }
 
 function partRules() {
