@@ -478,3 +478,28 @@ TEST_CASE("container: a stop on TERM leaves the termination message file alone")
     CHECK(u.stop() == 0);
     CHECK(read_file(s.termination_message_path).empty());
 }
+
+TEST_CASE("container: a refused configuration leaves its problems in the default message file") {
+    if (!can_run_pid1()) return;  // root and unshare: the mount namespace below
+    TempDir dir;
+    write_file(
+        dir / "bad.yaml",
+        "server:\n  endpoint: ws://127.0.0.1:1/v1/opamp\nupdate:\n  requireSignature: false\n"
+        "container:\n  supervisorCommand: []\n  maxRestarts: 0\n"
+        "  terminationMessagePath: " +
+            dir / "not-this-one" + "\n");
+    // A tmpfs over /dev in a mount namespace of its own: the default path exists there, as the
+    // kubelet's mount does in a pod, and the machine's /dev is not touched.
+    const std::string script =
+        "mount -t tmpfs tmpfs /dev && : >/dev/termination-log && \"$0\" container --config "
+        "\"$1\"; echo \"exit=$?\"; cat /dev/termination-log";
+    auto r = run({"unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                  updater_bin(), dir / "bad.yaml"},
+                 20s);
+    MESSAGE(r.out);
+    CHECK(r.out.find("exit=1\nconfiguration " + dir / "bad.yaml" + " refused:\n") !=
+          std::string::npos);
+    CHECK(r.out.find("container.maxRestarts") != std::string::npos);
+    CHECK(r.out.find("container.supervisorCommand") != std::string::npos);
+    CHECK(!exists(dir / "not-this-one"));
+}
