@@ -162,8 +162,8 @@ const std::string& Registry::render(const Live& live, double unix_now) {
     t.family("myriarch_rollbacks_total", "counter",
              "New versions that did not stay, by the step that refused them.");
     for (size_t i = 0; i < kRollbackReasons; ++i) {
-        t.sample("myriarch_rollbacks_total", "reason",
-                 to_string(static_cast<RollbackReason>(i)), static_cast<double>(rollbacks_[i]));
+        t.sample("myriarch_rollbacks_total", "reason", to_string(static_cast<RollbackReason>(i)),
+                 static_cast<double>(rollbacks_[i]));
     }
     t.gauge("myriarch_update_last_success_timestamp_seconds",
             "When the last install succeeded (Unix seconds; 0: not since the start).",
