@@ -3,7 +3,6 @@
 
 #include <doctest/doctest.h>
 
-
 using namespace myr::runtime;
 namespace update = myr::update;
 namespace metrics = myr::metrics;
