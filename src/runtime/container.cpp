@@ -246,7 +246,7 @@ service::CriticalSection* ContainerRuntime::start_installer() {
     // Package names are the server's; the collector's binary name is the usual one.
     if (volume_->interrupted) {
         installer_->report_interrupted(*volume_->interrupted, cfg_.collector.binary);
-        metrics_.count(classify_recovered(*volume_->interrupted));
+        metrics_.count(classify_recovered(*volume_->interrupted, volume_->interrupted_swapped));
     }
     // A trial that recovery let go on (the container restarted within it) runs to its deadline.
     if (volume_->trial && seeded.active_version == volume_->trial->to) {

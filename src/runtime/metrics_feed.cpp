@@ -62,8 +62,8 @@ Counted classify(const update::Ending& e) {
     return {AttemptResult::failed, std::nullopt};
 }
 
-Counted classify_recovered(const update::Attempt& a) {
-    if (a.outcome == update::Outcome::rolled_back) {
+Counted classify_recovered(const update::Attempt& a, bool swapped) {
+    if (swapped || a.outcome == update::Outcome::rolled_back) {
         return {AttemptResult::rolled_back, RollbackReason::recovery};
     }
     return {AttemptResult::failed, std::nullopt};

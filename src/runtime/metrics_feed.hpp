@@ -33,9 +33,10 @@ struct Counted {
 //   rolled_back   any other (health, start, ...)       rolled_back       health
 // clang-format on
 Counted classify(const update::Ending& e);
-// An install that recovery rolled back at this start (last-attempt.json, container.cpp):
-// rolled_back{recovery}; one it found interrupted before its outcome: failed.
-Counted classify_recovered(const update::Attempt& a);
+// An install that recovery undid at this start (last-attempt.json, container.cpp): one whose new
+// version had been swapped in (`swapped`: started, checked, rolling back, or on trial until
+// update.trialMaxBoots) is rolled_back{recovery}; one interrupted before the swap is failed.
+Counted classify_recovered(const update::Attempt& a, bool swapped);
 
 // The registry, fed. Scrape-time readings come through `live`, which the runtime fills.
 class MetricsFeed {

@@ -4,8 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <map>
-#include <sstream>
 
 #include "update_rig.hpp"
 
@@ -14,35 +12,6 @@ using namespace myr::test::upd;
 
 namespace {
 
-// The samples of one scrape, by series as written ("name{label=\"v\"}").
-using Samples = std::map<std::string, double>;
-
-Samples scrape(const Rig& rig) {
-    HttpResponse r = http_get("127.0.0.1", rig.health_port(), "/metrics", 5s);
-    REQUIRE_MESSAGE(r.status == 200, "GET /metrics: " << r.status << " " << r.error);
-    Samples out;
-    std::istringstream in(r.body);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] == '#') continue;
-        size_t sp = line.rfind(' ');
-        REQUIRE_MESSAGE(sp != std::string::npos, "sample without a value: " << line);
-        out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
-    }
-    return out;
-}
-
-double value(const Samples& s, const std::string& series) {
-    auto it = s.find(series);
-    return it == s.end() ? -1 : it->second;
-}
-
-std::string attempts(const std::string& result) {
-    return "myriarch_update_attempts_total{result=\"" + result + "\"}";
-}
-std::string rollbacks(const std::string& reason) {
-    return "myriarch_rollbacks_total{reason=\"" + reason + "\"}";
-}
 std::string state(const std::string& name) {
     return "myriarch_update_state{state=\"" + name + "\"}";
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "harness.hpp"
+#include "update/state_files.hpp"
 
 using namespace myr::runtime;
 namespace update = myr::update;
@@ -60,12 +61,22 @@ TEST_CASE("metrics feed: each ending counts as docs/metrics.md says") {
 
 TEST_CASE("metrics feed: what recovery found at the start") {
     update::Attempt a;
-    a.outcome = update::Outcome::rolled_back;
-    CHECK(classify_recovered(a).result == AttemptResult::rolled_back);
-    CHECK(classify_recovered(a).reason == RollbackReason::recovery);
+    a.outcome = update::Outcome::rolled_back;  // update.trialMaxBoots used up
+    CHECK(classify_recovered(a, true).result == AttemptResult::rolled_back);
+    CHECK(classify_recovered(a, true).reason == RollbackReason::recovery);
     a.outcome = update::Outcome::interrupted;
-    CHECK(classify_recovered(a).result == AttemptResult::failed);
-    CHECK(!classify_recovered(a).reason);
+    CHECK(classify_recovered(a, true).result == AttemptResult::rolled_back);
+    CHECK(classify_recovered(a, true).reason == RollbackReason::recovery);
+    CHECK(classify_recovered(a, false).result == AttemptResult::failed);
+    CHECK(!classify_recovered(a, false).reason);
+    for (const char* p : {"starting", "health-checking", "rolling-back"}) {
+        CAPTURE(p);
+        CHECK(update::swapped_in(p));
+    }
+    for (const char* p : {"downloading", "preflight", "stopping", "swapping"}) {
+        CAPTURE(p);
+        CHECK(!update::swapped_in(p));
+    }
 }
 
 TEST_CASE("metrics feed: the trusted root's newest validity start, none when unreadable") {
