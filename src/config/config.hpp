@@ -120,6 +120,7 @@ struct Container {
     // Where a fatal exit leaves its reason when the file exists; "" = never written.
     std::string termination_message_path = "/dev/termination-log";
     std::optional<HostPort> health_listen = HostPort{"0.0.0.0", 13135};  // nullopt = disabled
+    bool metrics = true;  // /metrics on the health listener (docs/metrics.md)
     friend bool operator==(const Container&, const Container&) = default;
 };
 

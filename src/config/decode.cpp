@@ -522,6 +522,7 @@ void Schema::root(const Node& root) {
             {"restartWindow", duration(ct.restart_window, false)},
             {"terminationMessagePath", abs_path(ct.termination_message_path, true)},
             {"healthListen", host_port(ct.health_listen)},
+            {"metrics", boolean(ct.metrics)},
         };
     };
     auto log = [this, &lg] {

@@ -38,6 +38,8 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
                                          : "recovery: interrupted update recorded",
                   {{"version", (*att)->version}, {"reason", (*att)->reason}});
         opened->interrupted = **att;
+        opened->interrupted_swapped =
+            rec->trial_rolled_back || (rec->record && update::swapped_in(rec->record->phase));
     }
     if (auto in = update::load_installed(opened->state); !in) {
         log::warn("packages.json ignored", {{"error", in.error().message()}});

@@ -42,6 +42,9 @@ struct OpenVolume {
     std::optional<journal::Record> trial;
     // Held from before recovery to the process's end: one updater per state directory.
     statedir::WriterLock lock;
+    // With `interrupted`: recovery put the previous version back under it, as it had been
+    // swapped in (update::swapped_in) or its trial used up update.trialMaxBoots.
+    bool interrupted_swapped = false;
 };
 using SharedVolume = std::shared_ptr<OpenVolume>;
 

@@ -296,13 +296,17 @@ Result<std::optional<Attempt>> lift_quarantine(const statedir::StateDir& dir,
     return std::optional<Attempt>(a);
 }
 
-namespace {
-
 // The journal phases in which the offered version was running (started, being checked) but not yet
 // on trial: a container that dies there may have been killed by that version.
-bool ran_new_version(const std::string& phase) {
+bool ran_new_version(std::string_view phase) {
     return phase == "starting" || phase == "health-checking";
 }
+
+bool swapped_in(std::string_view phase) {
+    return ran_new_version(phase) || phase == "rolling-back";
+}
+
+namespace {
 
 // An interruption while the new version ran counts one restart against the package (carried by its
 // in-progress record from the interrupted installs before). At `max_restarts` the interruptions

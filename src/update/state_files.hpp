@@ -67,6 +67,12 @@ std::string render_installed(const Installed& in);
 // version was started or checked counts a restart against the package, carried from one install
 // to the next: at `max_restarts` (update.trialMaxBoots) it is recorded rolled-back instead,
 // deterministic, so the same offer is quarantined. Returns the attempt written, if any.
+// True when an install interrupted in journal phase `phase` had switched `current` to its new
+// version and run it (starting, health-checking) or was rolling back from it: the recovery that
+// undid it was a rollback (/metrics counts it rolled_back{recovery}, docs/metrics.md).
+bool ran_new_version(std::string_view phase);
+bool swapped_in(std::string_view phase);
+
 [[nodiscard]] Result<std::optional<Attempt>> record_recovery(const statedir::StateDir& dir,
                                                              const journal::Recovery& r,
                                                              const std::string& now_rfc3339,

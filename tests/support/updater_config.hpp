@@ -58,7 +58,8 @@ struct UpdaterConfig {
     // container.terminationMessagePath. "" writes "" (off): a test machine that is itself a
     // Kubernetes pod has a /dev/termination-log of its own, which no test may overwrite.
     std::string termination_message_path;
-    int health_port = 0;  // container.healthListen on 127.0.0.1; 0 writes "" (probes off)
+    int health_port = 0;          // container.healthListen on 127.0.0.1; 0 writes "" (probes off)
+    std::optional<bool> metrics;  // container.metrics (unset: the default, on)
 
     std::string yaml() const;
     // Writes yaml() to `path`; returns `path`.

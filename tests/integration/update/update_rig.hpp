@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 
 #include <functional>
+#include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -346,6 +348,37 @@ inline void check_settled(const Rig& rig, const std::string& version,
         return true;
     };
     CHECK_MESSAGE(wait_until(only_kept, 10s, 50ms), "spool: " << joined(list_dir(rig.spool())));
+}
+
+// The samples of one GET /metrics, by series as written (`name{label="v"}`; docs/metrics.md).
+using Samples = std::map<std::string, double>;
+
+inline Samples scrape(const Rig& rig) {
+    HttpResponse r = http_get("127.0.0.1", rig.health_port(), "/metrics", 5s);
+    REQUIRE_MESSAGE(r.status == 200, "GET /metrics: " << r.status << " " << r.error);
+    Samples out;
+    std::istringstream in(r.body);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        size_t sp = line.rfind(' ');
+        REQUIRE_MESSAGE(sp != std::string::npos, "sample without a value: " << line);
+        out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+    }
+    return out;
+}
+
+// A series' value, or -1 when the scrape does not have it.
+inline double value(const Samples& s, const std::string& series) {
+    auto it = s.find(series);
+    return it == s.end() ? -1 : it->second;
+}
+
+inline std::string attempts(const std::string& result) {
+    return "myriarch_update_attempts_total{result=\"" + result + "\"}";
+}
+inline std::string rollbacks(const std::string& reason) {
+    return "myriarch_rollbacks_total{reason=\"" + reason + "\"}";
 }
 
 }  // namespace myr::test::upd

@@ -70,6 +70,12 @@ TEST_CASE("update trial: a version that crash-loops after its health check is ro
     CHECK(read_file(rig.state + "/last-attempt.json").find("rolled-back") != std::string::npos);
     CHECK(u.count("msg=\"update: state\" state=trial ") == 1);
     CHECK(u.count("msg=\"update: state\" state=rolling-back from=trial") == 1);
+    // /metrics: the new version did not stay, refused by its trial; it never counted installed.
+    Samples m = scrape(rig);
+    CHECK(value(m, attempts("rolled_back")) == 1);
+    CHECK(value(m, rollbacks("trial")) == 1);
+    CHECK(value(m, attempts("installed")) == 0);
+    CHECK(value(m, "myriarch_collector_info{version=\"0.116.0\"}") == 1);
 }
 
 TEST_CASE(
@@ -113,6 +119,10 @@ TEST_CASE(
         st->error);
     CHECK(st->has == "0.116.0");
     check_settled(rig, "0.116.0");
+    // /metrics of this start: recovery rolled it back.
+    Samples m = scrape(rig);
+    CHECK(value(m, attempts("rolled_back")) == 1);
+    CHECK(value(m, rollbacks("recovery")) == 1);
     CHECK(u.stop() == 0);
 }
 
@@ -134,6 +144,10 @@ TEST_CASE("update: a version whose container dies three times while it is checke
         if (death > 1) {
             CHECK_MESSAGE(u.log_has("recovery: interrupted update recorded"), u.log());
             CHECK(rig.current() == "versions/0.116.0");
+            // Recovery put 0.116.0 back under a version that ran: a rollback (docs/metrics.md).
+            Samples m = scrape(rig);
+            CHECK(value(m, attempts("rolled_back")) == 1);
+            CHECK(value(m, rollbacks("recovery")) == 1);
         }
         rig.offer(bad);
         REQUIRE_MESSAGE(u.wait_for_log("state=health-checking", 60s), u.log());
@@ -188,5 +202,10 @@ TEST_CASE("update trial: a trial that completes is committed, and only then does
                    std::vector<std::string>{"0.117.0", "0.118.0"};
         },
         10s));
+    // /metrics: each install counted once, when its trial ended.
+    Samples m = scrape(rig);
+    CHECK(value(m, attempts("installed")) == 2);
+    CHECK(value(m, attempts("rolled_back")) == 0);
+    CHECK(value(m, "myriarch_collector_info{version=\"0.118.0\"}") == 1);
     CHECK(u.stop() == 0);
 }

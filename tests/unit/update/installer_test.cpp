@@ -1229,3 +1229,78 @@ TEST_CASE("installer: a cancel during the wait between retries fetches nothing m
     rig.sched.run_pending();
     CHECK(rig.fetcher.requests.size() == 1);
 }
+
+namespace {
+
+// What an Observer heard (update/events.hpp).
+struct Heard {
+    std::vector<State> states;
+    std::vector<Ending> endings;
+    std::vector<uint64_t> downloads;
+};
+
+void listen(Rig& rig, Heard& h) {
+    Observer o;
+    o.state = [&h](State s) { h.states.push_back(s); };
+    o.ended = [&h](const Ending& e) { h.endings.push_back(e); };
+    o.downloaded = [&h](uint64_t bytes, Duration) { h.downloads.push_back(bytes); };
+    rig.inst->observe(std::move(o));
+}
+
+}  // namespace
+
+TEST_CASE("installer: the observer hears every state, one ending per install and the download") {
+    Rig rig;
+    Heard h;
+    listen(rig, h);
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    REQUIRE(h.states.size() >= 2);
+    CHECK(h.states.front() == State::checking);
+    CHECK(h.states.back() == State::idle);
+    CHECK(std::count(h.states.begin(), h.states.end(), State::committed) == 1);
+    REQUIRE(h.endings.size() == 1);
+    CHECK(h.endings[0].kind == Ending::Kind::installed);
+    CHECK(h.downloads.size() == 1);
+
+    // The same version again, found installed at Checking: nothing was installed, no ending.
+    rig.inst->offer(offer_of("0.117.0", 'q'));
+    rig.settle();
+    CHECK(h.endings.size() == 1);
+}
+
+TEST_CASE("installer: the observer hears why an install ended, with the code and the rule") {
+    Rig rig;
+    Heard h;
+    listen(rig, h);
+    SUBCASE("a health check that fails: rolled back, no crash loop") {
+        rig.health.answer = [&](const Url& u) -> Result<int> {
+            if (u == kCollectorHealth && rig.volume.inspection.active == "0.117.0") return 503;
+            return 200;
+        };
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        REQUIRE(h.endings.size() == 1);
+        CHECK(h.endings[0].kind == Ending::Kind::rolled_back);
+        CHECK(h.endings[0].code == update::Failure::health);
+        CHECK_FALSE(h.endings[0].crash_loop);
+    }
+    SUBCASE("a preflight that fails: failed before the swap") {
+        rig.preflight.error = "--version printed 0.118.0";
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        REQUIRE(h.endings.size() == 1);
+        CHECK(h.endings[0].kind == Ending::Kind::failed);
+        CHECK(h.endings[0].code == update::Failure::preflight);
+        CHECK(h.downloads.size() == 1);
+    }
+    SUBCASE("a downgrade refused at Checking: failed by the policy, its rule named") {
+        rig.inst->offer(offer_of("0.110.0"));
+        rig.settle();
+        REQUIRE(h.endings.size() == 1);
+        CHECK(h.endings[0].kind == Ending::Kind::failed);
+        CHECK(h.endings[0].code == update::Failure::policy);
+        CHECK(h.endings[0].rule == Rule::downgrade);
+        CHECK(h.downloads.empty());
+    }
+}

@@ -1,0 +1,96 @@
+// Which outcome counts where (docs/metrics.md's table, runtime/metrics_feed.hpp): each row.
+#include "runtime/metrics_feed.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "harness.hpp"
+#include "update/state_files.hpp"
+
+using namespace myr::runtime;
+namespace update = myr::update;
+namespace metrics = myr::metrics;
+using metrics::AttemptResult;
+using metrics::RollbackReason;
+using update::Ending;
+using update::Failure;
+using update::Rule;
+
+namespace {
+
+void expect(const Ending& e, AttemptResult result, std::optional<RollbackReason> reason) {
+    Counted c = classify(e);
+    CHECK(c.result == result);
+    CHECK(c.reason == reason);
+}
+
+}  // namespace
+
+TEST_CASE("metrics feed: each ending counts as docs/metrics.md says") {
+    using K = Ending::Kind;
+    expect({K::installed, Failure::none, Rule::none, false}, AttemptResult::installed, {});
+    // Turned down at Checking.
+    expect({K::failed, Failure::policy, Rule::quarantined, false}, AttemptResult::quarantined, {});
+    expect({K::failed, Failure::policy, Rule::downgrade, false}, AttemptResult::refused, {});
+    expect({K::failed, Failure::room, Rule::no_room, false}, AttemptResult::refused, {});
+    // Ended before the swap; verify and preflight refused the new version.
+    expect({K::failed, Failure::integrity, Rule::none, false}, AttemptResult::failed,
+           RollbackReason::verify);
+    expect({K::failed, Failure::signature, Rule::none, false}, AttemptResult::failed,
+           RollbackReason::verify);
+    expect({K::failed, Failure::preflight, Rule::none, false}, AttemptResult::failed,
+           RollbackReason::preflight);
+    for (Failure f : {Failure::download, Failure::stage, Failure::journal, Failure::inspect}) {
+        CAPTURE(update::to_string(f));
+        expect({K::failed, f, Rule::none, false}, AttemptResult::failed, {});
+    }
+    // Swapped in, then the previous version restored.
+    expect({K::rolled_back, Failure::health, Rule::none, false}, AttemptResult::rolled_back,
+           RollbackReason::health);
+    expect({K::rolled_back, Failure::health, Rule::none, true}, AttemptResult::rolled_back,
+           RollbackReason::crashloop);
+    expect({K::rolled_back, Failure::trial, Rule::none, false}, AttemptResult::rolled_back,
+           RollbackReason::trial);
+    for (Failure f : {Failure::start, Failure::stop, Failure::activation, Failure::commit}) {
+        CAPTURE(update::to_string(f));
+        expect({K::rolled_back, f, Rule::none, false}, AttemptResult::rolled_back,
+               RollbackReason::health);
+    }
+}
+
+TEST_CASE("metrics feed: what recovery found at the start") {
+    update::Attempt a;
+    a.outcome = update::Outcome::rolled_back;  // update.trialMaxBoots used up
+    CHECK(classify_recovered(a, true).result == AttemptResult::rolled_back);
+    CHECK(classify_recovered(a, true).reason == RollbackReason::recovery);
+    a.outcome = update::Outcome::interrupted;
+    CHECK(classify_recovered(a, true).result == AttemptResult::rolled_back);
+    CHECK(classify_recovered(a, true).reason == RollbackReason::recovery);
+    CHECK(classify_recovered(a, false).result == AttemptResult::failed);
+    CHECK(!classify_recovered(a, false).reason);
+    for (const char* p : {"starting", "health-checking", "rolling-back"}) {
+        CAPTURE(p);
+        CHECK(update::swapped_in(p));
+    }
+    for (const char* p : {"downloading", "preflight", "stopping", "swapping"}) {
+        CAPTURE(p);
+        CHECK(!update::swapped_in(p));
+    }
+}
+
+TEST_CASE("metrics feed: the trusted root's newest validity start, none when unreadable") {
+    CHECK(!trusted_root_since("/nonexistent/trusted_root.json"));
+    const std::string shared = myr::test::shared_dir();
+    const std::string root =
+        shared + "/testdata/sigstore-conformance/public-good-trusted-root.json";
+    if (shared.empty() || !myr::test::exists(root)) {
+        myr::test::report_skip("../shared (the public-good trusted root) is not present");
+        return;
+    }
+    // Its CAs, Rekor and CT log keys start between 2021 and 2025; the newest is a Rekor key's
+    // (2025-09-23T00:00:00Z), which this build loads although it cannot use it.
+    auto since = trusted_root_since(root);
+    REQUIRE(since);
+    CHECK(*since == 1758585600.0);
+}
