@@ -20,6 +20,9 @@ MYR_BUILD_PKGS=(build-essential meson ninja-build pkg-config python3 libuv1-dev 
     protobuf-c-compiler doctest-dev node-llhttp)
 MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps e2fsprogs xz-utils zstd)
 MYR_FUZZ_PKGS=(clang libclang-rt-14-dev)
+# The Prometheus the tests run (tests/support/prometheus.hpp) and promtool (check metrics, the
+# alerting rules of packaging/prometheus): a list of its own so that the demo does not install it.
+MYR_PROMETHEUS_PKGS=(prometheus)
 # The hygiene gate (scripts/hygiene.py): clang-format 14 for `format`, Universal Ctags for
 # `functions`, PyYAML for the chart's values in `docs`, git for the file list.
 MYR_HYGIENE_PKGS=(clang-format universal-ctags python3-yaml git)
