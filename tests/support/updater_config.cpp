@@ -61,7 +61,8 @@ std::string UpdaterConfig::yaml() const {
            field("stopSignal", stop_signal) + field("stopTimeout", stop_timeout) +
            field("restartDelay", restart_delay) +
            field("maxRestarts", max_restarts ? std::to_string(*max_restarts) : "") +
-           field("restartWindow", restart_window) + field("healthListen", quote(listen));
+           field("restartWindow", restart_window) + field("healthListen", quote(listen)) +
+           field("metrics", boolean(metrics));
 }
 
 std::string UpdaterConfig::write(const std::string& path) const {

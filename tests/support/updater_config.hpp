@@ -55,7 +55,8 @@ struct UpdaterConfig {
     std::string restart_delay;
     std::optional<int> max_restarts;
     std::string restart_window;
-    int health_port = 0;  // container.healthListen on 127.0.0.1; 0 writes "" (probes off)
+    int health_port = 0;          // container.healthListen on 127.0.0.1; 0 writes "" (probes off)
+    std::optional<bool> metrics;  // container.metrics (unset: the default, on)
 
     std::string yaml() const;
     // Writes yaml() to `path`; returns `path`.
