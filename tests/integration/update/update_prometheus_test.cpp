@@ -148,6 +148,17 @@ TEST_CASE(
     CHECK(prom.value("myriarch_collector_info{version=\"0.117.0\"}") == 1);
     CHECK(prom.wait_value("myriarch_update_state{state=\"idle\"}", 1));
     CHECK(prom.value("sum(myriarch_update_state)") == 1);
+    // Two of the fleet queries docs/container-mode.md suggests, on a fleet of one: the version
+    // each collector runs, and the downloads completed (both releases were fetched in full).
+    auto versions = prom.query("sum by (version) (myriarch_collector_info)");
+    REQUIRE_MESSAGE(versions, prom.error());
+    REQUIRE(versions->size() == 1);
+    CHECK(versions->front().labels["version"] == "0.117.0");
+    CHECK(versions->front().value == 1);
+    auto downloads = prom.value("sum(increase(myriarch_download_duration_seconds_count[5m]))");
+    REQUIRE_MESSAGE(downloads, prom.error());
+    CHECK(std::lround(*downloads) == 2);
+
     // The root's age as the updater counts it, against this clock (a scrape is at most a second
     // old, and the query's time a little later).
     auto age = prom.value("myriarch_trusted_root_age_seconds");
