@@ -129,6 +129,24 @@ TEST_CASE("metrics: an install, a rollback and refused offers as Prometheus scra
     CHECK(value(s, attempts("rolled_back")) == 0);
     CHECK(value(s, "myriarch_update_last_failure_timestamp_seconds") == 0);
     CHECK(value(s, "myriarch_collector_info{version=\"0.117.0\"}") == 1);
+
+    // Refused before the swap: a digest that is not the offered one (verify), a validate that
+    // fails (preflight). Failed installs whose new version did not stay.
+    Offer wrong{"0.119.0", v117};
+    wrong.sha256 = std::string(64, '0');
+    st = final_status(rig, u, wrong);
+    CHECK(st.status == "InstallFailed");
+    const std::string invalid =
+        rig.tar_gz(rig.release("0.120.0", "validate=fail"), "invalid.tar.gz");
+    st = final_status(rig, u, {"0.120.0", invalid});
+    CHECK(st.status == "InstallFailed");
+    s = idle_scrape(rig, u);
+    CHECK(value(s, attempts("failed")) == 2);
+    CHECK(value(s, rollbacks("verify")) == 1);
+    CHECK(value(s, rollbacks("preflight")) == 1);
+    CHECK(value(s, attempts("rolled_back")) == 0);
+    CHECK(value(s, "myriarch_update_last_failure_timestamp_seconds") > 1.7e9);
+    CHECK(value(s, "myriarch_collector_info{version=\"0.117.0\"}") == 1);
     CHECK(u.stop() == 0);
 }
 

@@ -29,7 +29,8 @@ TEST_CASE("metrics: every family has HELP and TYPE before its samples, every lab
     const std::string& text = r.render({}, 1'800'000'000);
     CHECK(has_line(text, "# TYPE myriarch_update_attempts_total counter"));
     for (const char* v : {"installed", "failed", "rolled_back", "quarantined", "refused"}) {
-        CHECK(has_line(text, std::string("myriarch_update_attempts_total{result=\"") + v + "\"} 0"));
+        CHECK(
+            has_line(text, std::string("myriarch_update_attempts_total{result=\"") + v + "\"} 0"));
     }
     for (const char* v : {"verify", "preflight", "health", "crashloop", "trial", "recovery"}) {
         CHECK(has_line(text, std::string("myriarch_rollbacks_total{reason=\"") + v + "\"} 0"));
