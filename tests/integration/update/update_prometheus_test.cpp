@@ -10,6 +10,7 @@
 #include <ctime>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "prometheus.hpp"
 #include "test_signer.hpp"
@@ -52,6 +53,26 @@ std::set<std::string> alert_metric_names() {
         names.insert(it->str());
     }
     return names;
+}
+
+// The label values alerts.yaml matches in its expressions (`state!~"idle|trial"` gives
+// state="idle" and state="trial"): each must be one the updater exposes, or the rule matches
+// nothing, or everything.
+std::set<std::string> alert_label_values() {
+    std::istringstream rules(read_file(source_dir() + "/packaging/prometheus/alerts.yaml"));
+    std::set<std::string> out;
+    const std::regex matcher("([a-z_]+)(=~|!~|!=|=)\"([^\"]*)\"");
+    for (std::string line; std::getline(rules, line);) {
+        if (line.find("expr:") == std::string::npos) continue;
+        for (auto it = std::sregex_iterator(line.begin(), line.end(), matcher);
+             it != std::sregex_iterator(); ++it) {
+            std::istringstream values((*it)[3].str());
+            for (std::string v; std::getline(values, v, '|');) {
+                out.insert((*it)[1].str() + "=\"" + v + "\"");
+            }
+        }
+    }
+    return out;
 }
 
 // A trusted root for myriarch_trusted_root_age_seconds: the Sigstore conformance suite's
@@ -113,6 +134,12 @@ TEST_CASE(
     for (const std::string& name : alert_metric_names()) {
         CHECK_MESSAGE(first.find("# TYPE " + name + " ") != std::string::npos,
                       "alerts.yaml uses " << name << ", which /metrics does not expose");
+    }
+    const std::set<std::string> matched = alert_label_values();
+    CHECK(matched.size() >= 4);
+    for (const std::string& label : matched) {
+        CHECK_MESSAGE(first.find("{" + label + "}") != std::string::npos,
+                      "alerts.yaml matches " << label << ", which /metrics does not expose");
     }
 
     Status st = final_status(rig, u, {"0.117.0", v117});
