@@ -219,6 +219,13 @@ TEST_CASE(
         if (a.labels["alertname"] == "MyriarchRollback") CHECK(a.labels["reason"] == "health");
     }
 
+    // For the record, not asserted (a loaded machine would make it flaky): how long Prometheus
+    // waited for /metrics, the whole HTTP exchange on loopback, over the scrapes of this case.
+    auto slowest = prom.value("max_over_time(scrape_duration_seconds[5m])");
+    auto scrapes = prom.value("count_over_time(up[5m])");
+    MESSAGE("scrapes: " << scrapes.value_or(0)
+                        << ", slowest scrape_duration_seconds: " << slowest.value_or(-1));
+
     CHECK(u.stop() == 0);
     CHECK(prom.stop() == 0);
 }
