@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -31,12 +32,16 @@ struct PromSample {
     double value = NAN;
 };
 
-// $MYR_<NAME> when set, else `name` found on PATH; "" when neither is there.
+// $MYR_<NAME> when set, else `name` found on PATH; "" when that is not an executable file.
 inline std::string prom_tool(const char* name, const char* env) {
-    if (const char* v = std::getenv(env); v != nullptr && *v != '\0') return v;
-    RunResult r = run({"sh", "-c", std::string("command -v ") + name});
-    if (r.exit_code != 0) return "";
-    return r.out.substr(0, r.out.find('\n'));
+    std::string path;
+    if (const char* v = std::getenv(env); v != nullptr && *v != '\0') {
+        path = v;
+    } else if (RunResult r = run({"sh", "-c", std::string("command -v ") + name});
+               r.exit_code == 0) {
+        path = r.out.substr(0, r.out.find('\n'));
+    }
+    return !path.empty() && ::access(path.c_str(), X_OK) == 0 ? path : "";
 }
 inline std::string prometheus_bin() {
     return prom_tool("prometheus", "MYR_PROMETHEUS");
