@@ -87,9 +87,10 @@ class Prometheus {
     std::string log() const { return proc_ ? proc_->err() : ""; }
 
     // TERM and wait for the exit (it closes its storage), KILL after 10 s. Returns the raw wait
-    // status (-1 when it had to be killed).
+    // status, also when it had ended before (-1 when it had to be killed).
     int stop() {
-        if (!proc_ || !proc_->running()) return 0;
+        if (!proc_) return 0;
+        if (auto st = proc_->wait(0ms)) return *st;
         proc_->signal(SIGTERM);
         if (auto st = proc_->wait(10s)) return *st;
         proc_->kill_now();
