@@ -21,6 +21,9 @@ MYR_BUILD_PKGS=(build-essential meson ninja-build pkg-config python3 libuv1-dev 
 MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps e2fsprogs xz-utils zstd
     python3-jsonschema)
 MYR_FUZZ_PKGS=(clang libclang-rt-14-dev)
+# The Prometheus the tests run (tests/support/prometheus.hpp) and promtool (check metrics, the
+# alerting rules of packaging/prometheus): a list of its own so that the demo does not install it.
+MYR_PROMETHEUS_PKGS=(prometheus)
 # The hygiene gate (scripts/hygiene.py): clang-format 14 for `format`, Universal Ctags for
 # `functions`, PyYAML for the chart's values in `docs`, git for the file list.
 MYR_HYGIENE_PKGS=(clang-format universal-ctags python3-yaml git)
