@@ -71,6 +71,19 @@ const std::vector<Command>& commands() {
          "\n"
          "Exit codes: 0 lifted, or nothing to lift (said on stdout); 1 error; 2 usage error.\n",
          cmd_forget},
+        {"status", "show the volume's versions, a trial, the last attempt (works while PID 1 runs)",
+         "Usage: myriarch-updater status --config FILE [--json]\n"
+         "\n"
+         "Reads collector.installDir and collector.stateDir and shows each version on the\n"
+         "volume (size, marker), which one `current` names and the previous one, a trial and its\n"
+         "deadline, a quarantined package and until when, the last attempt and how it ended, an\n"
+         "install in flight (journal, downloads) and the age of update.trustedRootFile\n"
+         "(docs/status.md). Reads only: no network, no lock, nothing written; safe while the\n"
+         "updater runs. --json prints one JSON object (docs/status.schema.json).\n"
+         "\n"
+         "Exit codes: 0 shown; 1 something could not be read or is damaged (said on stderr and in\n"
+         "the output, which shows every part that could be read); 2 usage error.\n",
+         cmd_status},
         {"version", "print version, git commit, build type and linkage",
          "Usage: myriarch-updater version\n", cmd_version},
         // Hidden (no summary): the staging's extractor, started by the updater itself.

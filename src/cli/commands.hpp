@@ -36,6 +36,7 @@ int cmd_copy(const std::vector<std::string>& args);
 int cmd_install_self(const std::vector<std::string>& args);
 int cmd_verify(const std::vector<std::string>& args);
 int cmd_forget(const std::vector<std::string>& args);
+int cmd_status(const std::vector<std::string>& args);
 int cmd_container(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_internal_extract(const std::vector<std::string>& args);

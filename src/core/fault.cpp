@@ -79,6 +79,19 @@ void append_trace(const std::string& path, std::string_view name) {
     ::close(fd);
 }
 
+// The `hold` action: the file MYRIARCH_FAULT_HOLD exists while the process waits in the point.
+// Test builds only; polling keeps it free of any other machinery (the loop is held too).
+void hold(std::string_view name) {
+    const char* path = std::getenv("MYRIARCH_FAULT_HOLD");
+    if (path == nullptr || *path == '\0') return;
+    log::warn("fault injection: holding", {{"point", name}, {"until_removed", path}});
+    int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    ::close(fd);
+    while (::access(path, F_OK) == 0) ::usleep(10'000);
+    log::warn("fault injection: released", {{"point", name}});
+}
+
 }  // namespace
 
 void reload() {
@@ -102,6 +115,10 @@ Status point(std::string_view name) {
         if (r.action == "term") {
             log::warn("fault injection: sending SIGTERM", {{"point", name}});
             ::kill(::getpid(), SIGTERM);
+            continue;
+        }
+        if (r.action == "hold") {
+            hold(name);
             continue;
         }
         if (r.action == "fail") {

@@ -4,7 +4,10 @@
 // the process to die (`crash`: _exit(137), as after SIGKILL), a step to fail (`fail`: the call
 // returns an injected error, as an I/O error would), or a SIGTERM to arrive right there (`term`:
 // sent to the process itself, taken by the loop once the current step returns, as a kubelet's
-// TERM at that instant would be). `<point>:<action>@N` acts on the N-th pass
+// TERM at that instant would be), or the process to stop right there (`hold`: it creates the file
+// named by MYRIARCH_FAULT_HOLD and waits, doing nothing else, until a test removes it; a test
+// looks at the files of a step from outside while the step is held). `<point>:<action>@N` acts on
+// the N-th pass
 // only (1-based). Compiled in only when the build option fault_injection is on (test builds);
 // release builds read no environment variable and every check is a no-op returning success.
 // MYRIARCH_FAULT_TRACE=<file> appends the name of every point passed to <file>, one per line, so a

@@ -45,6 +45,9 @@ class StateDir {
     // Opens `path`, an absolute path, creating it (0755; its parent must exist) when missing. A
     // symlink as the last component is refused (fsx::open_dir).
     [[nodiscard]] static Result<StateDir> open(const std::string& path);
+    // Opens an existing `path` without creating it, for readers beside the running updater
+    // (`myriarch-updater status`); a missing directory or a symlink is an error saying so.
+    [[nodiscard]] static Result<StateDir> open_existing(const std::string& path);
 
     bool is_open() const { return fd_ != nullptr; }
     const std::string& path() const { return path_; }

@@ -72,6 +72,23 @@ Result<Volume> Volume::open(const std::string& install_dir, const std::string& b
     return v;
 }
 
+Result<Volume> Volume::open_read_only(const std::string& install_dir, const std::string& binary) {
+    if (install_dir.empty() || install_dir[0] != '/') {
+        return fail("install directory: " + install_dir + ": not an absolute path");
+    }
+    if (!is_file_name(binary)) return fail("binary name: " + binary + ": not a file name");
+    Volume v;
+    v.path_ = install_dir;
+    v.binary_ = binary;
+    auto root = fsx::open_dir(install_dir);
+    if (!root) return root.fail("open " + install_dir);
+    v.root_ = std::move(*root);
+    auto versions = fsx::open_dir_at(v.root_.get(), "versions");
+    if (!versions) return versions.fail("open " + install_dir + "/versions");
+    v.versions_ = std::move(*versions);
+    return v;
+}
+
 namespace {
 
 // A version directory that passed every check of check_intact but the hash.
@@ -148,6 +165,12 @@ Result<Marker> check_intact(const Volume& vol, const std::string& version) {
     auto c = open_candidate(vol, version);
     if (!c) return c.fail();
     return hash_and_accept(*c);
+}
+
+Result<Marker> check_present(const Volume& vol, const std::string& version) {
+    auto c = open_candidate(vol, version);
+    if (!c) return c.fail();
+    return std::move(c->marker);
 }
 
 bool intact(const Volume& vol, const std::string& version) {

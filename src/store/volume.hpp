@@ -27,6 +27,11 @@ class Volume {
     // removed (the entry itself, never its target) and recreated, with a warning in the log.
     [[nodiscard]] static Result<Volume> open(const std::string& install_dir,
                                              const std::string& binary);
+    // Opens an existing volume for reading only (`myriarch-updater status`, beside PID 1): nothing
+    // is created, removed or replaced. A missing install directory or `versions`, or a symlink as
+    // either, is an error saying so; `.staging` is not opened (staging_fd() is -1).
+    [[nodiscard]] static Result<Volume> open_read_only(const std::string& install_dir,
+                                                       const std::string& binary);
 
     const std::string& path() const { return path_; }
     const std::string& binary() const { return binary_; }
@@ -44,6 +49,9 @@ class Volume {
 // size and SHA-256. Returns the marker, or an error saying why the directory is not intact.
 [[nodiscard]] Result<Marker> check_intact(const Volume& vol, const std::string& version);
 bool intact(const Volume& vol, const std::string& version);
+// check_intact but the hash: the marker and the binary's kind, mode and size, without reading the
+// binary (status shows every version in a moment; each start and each switch checks the hash).
+[[nodiscard]] Result<Marker> check_present(const Volume& vol, const std::string& version);
 
 // What `current` points to.
 struct Active {

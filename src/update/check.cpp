@@ -175,14 +175,9 @@ std::optional<CheckVerdict> quarantine(const OfferedPackage& pkg, const std::str
         return std::nullopt;
     }
     std::string until = "until the offer changes";
-    if (policy.quarantine_for > Duration::zero()) {
-        // A time that does not read (an edited file) keeps the quarantine until the offer
-        // changes: `forget` lifts it.
-        if (auto at = parse_rfc3339(last->at)) {
-            const WallTime end = *at + policy.quarantine_for;
-            if (policy.now >= end) return std::nullopt;
-            until = "until " + format_rfc3339(end);
-        }
+    if (auto end = quarantine_end(*last, policy.quarantine_for)) {
+        if (policy.now >= *end) return std::nullopt;
+        until = "until " + format_rfc3339(*end);
     }
     return refuse(Rule::quarantined,
                   "quarantined: " + last->reason + " (" + until + " or myriarch-updater forget)");

@@ -274,6 +274,13 @@ bool quarantines(const Attempt& a) {
            a.lifted.empty() && !a.package_hash_hex.empty();
 }
 
+std::optional<WallTime> quarantine_end(const Attempt& a, Duration quarantine_for) {
+    if (quarantine_for <= Duration::zero()) return std::nullopt;
+    auto at = parse_rfc3339(a.at);
+    if (!at) return std::nullopt;
+    return *at + quarantine_for;
+}
+
 Result<std::optional<Attempt>> lift_quarantine(const statedir::StateDir& dir,
                                                const std::string& package_hash_hex,
                                                const std::string& now) {

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "core/time.hpp"
 #include "journal/recover.hpp"
 #include "statedir/state_dir.hpp"
 #include "update/ports.hpp"
@@ -37,6 +38,10 @@ std::string render_attempt(const Attempt& a);
 // failure (failed or rolled-back, not transient) that `forget` has not lifted. How long it lasts
 // is Checking's business (update.quarantineFor, check.cpp).
 bool quarantines(const Attempt& a);
+// When the quarantine of `a` ends by itself: its `at` plus update.quarantineFor. nullopt when it
+// lasts until the offer changes (quarantineFor 0, or an `at` that does not read: an edited file
+// keeps the quarantine, and `forget` lifts it).
+std::optional<WallTime> quarantine_end(const Attempt& a, Duration quarantine_for);
 
 // `myriarch-updater forget`: the quarantine of last-attempt.json lifted (of any package hash, or
 // only of `package_hash_hex` when not empty), by rewriting the file atomically with `lifted`

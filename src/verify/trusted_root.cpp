@@ -142,4 +142,15 @@ Result<TrustedRoot> load_trusted_root(const std::string& path) {
     return tr;
 }
 
+std::optional<int64_t> newest_validity_start(const TrustedRoot& root) {
+    std::optional<int64_t> newest;
+    auto take = [&](const ValidFor& v) {
+        if (v.start && (!newest || *v.start > *newest)) newest = v.start;
+    };
+    for (const CertificateAuthority& ca : root.certificate_authorities) take(ca.valid_for);
+    for (const LogKey& k : root.tlogs) take(k.valid_for);
+    for (const LogKey& k : root.ctlogs) take(k.valid_for);
+    return newest;
+}
+
 }  // namespace myr::verify

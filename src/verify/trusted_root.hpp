@@ -51,6 +51,11 @@ inline constexpr size_t kMaxTrustedRootBytes = 4 * 1024 * 1024;
 // Reads and parses `path`; errors name the path.
 [[nodiscard]] Result<TrustedRoot> load_trusted_root(const std::string& path);
 
+// The newest validity start among the root's CAs and logs, Unix seconds: how old the newest trust
+// material is (`myriarch-updater status`, and a root nobody refreshed grows old). nullopt when no
+// entry has a start.
+std::optional<int64_t> newest_validity_start(const TrustedRoot& root);
+
 // Reads a whole small file, refusing one larger than `max_bytes`.
 [[nodiscard]] Result<std::string> read_small_file(const std::string& path, size_t max_bytes);
 
