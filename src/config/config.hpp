@@ -118,6 +118,7 @@ struct Container {
     uint32_t max_restarts = 5;
     Duration restart_window = std::chrono::minutes(10);
     std::optional<HostPort> health_listen = HostPort{"0.0.0.0", 13135};  // nullopt = disabled
+    bool metrics = true;  // /metrics on the health listener (docs/metrics.md)
     friend bool operator==(const Container&, const Container&) = default;
 };
 

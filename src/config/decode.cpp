@@ -521,6 +521,7 @@ void Schema::root(const Node& root) {
             {"maxRestarts", uint(ct.max_restarts, 1)},
             {"restartWindow", duration(ct.restart_window, false)},
             {"healthListen", host_port(ct.health_listen)},
+            {"metrics", boolean(ct.metrics)},
         };
     };
     auto log = [this, &lg] {

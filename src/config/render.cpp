@@ -199,6 +199,7 @@ std::string render_effective(const Config& cfg) {
         line(i1, "maxRestarts", std::to_string(k.max_restarts));
         line(i1, "restartWindow", format_duration(k.restart_window));
         line(i1, "healthListen", quote(k.health_listen ? k.health_listen->str() : ""));
+        line(i1, "metrics", bool_text(k.metrics));
     }
 
     o += "\nlog:\n";

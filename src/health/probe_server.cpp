@@ -37,22 +37,36 @@ const char* reason_phrase(int status) {
 Response route(std::string_view method, std::string_view target, const Probes& probes) {
     // The path only: a query string does not change the answer.
     std::string_view path = target.substr(0, target.find('?'));
-    bool known = path == "/healthz" || path == "/readyz";
-    if (!known) return {404, "not found: use /healthz or /readyz", false};
+    const bool metrics = path == "/metrics" && probes.metrics;
+    bool known = path == "/healthz" || path == "/readyz" || metrics;
+    if (!known) {
+        return {404,
+                probes.metrics ? "not found: use /healthz, /readyz or /metrics"
+                               : "not found: use /healthz or /readyz (/metrics is off: "
+                                 "container.metrics)",
+                false};
+    }
     if (method != "GET" && method != "HEAD") return {405, "method not allowed: use GET", true};
+    if (metrics) return {200, probes.metrics(), false, true};
     const auto& ask = path == "/healthz" ? probes.healthz : probes.readyz;
     Answer a = ask ? ask() : Answer{false, "not configured"};
     return {a.ok ? 200 : 503, a.text, false};
 }
 
 std::string render(const Response& r, bool head, bool keep_alive) {
-    std::string body = r.body + "\n";
-    std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + reason_phrase(r.status) +
-                      "\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n" +
-                      "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    // The metrics text ends with its own newline; a probe's line gets one.
+    const size_t length = r.body.size() + (r.metrics ? 0 : 1);
+    std::string out;
+    out.reserve(200 + (head ? 0 : length));
+    out += "HTTP/1.1 " + std::to_string(r.status) + " " + reason_phrase(r.status) +
+           "\r\nContent-Type: " + (r.metrics ? kMetricsContentType : "text/plain; charset=utf-8") +
+           "\r\nCache-Control: no-store\r\nContent-Length: " + std::to_string(length) + "\r\n";
     if (r.allow_header) out += "Allow: GET, HEAD\r\n";
     out += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
-    if (!head) out += body;
+    if (!head) {
+        out += r.body;
+        if (!r.metrics) out += '\n';
+    }
     return out;
 }
 

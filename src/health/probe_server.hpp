@@ -28,9 +28,14 @@ struct Response {
     int status = 200;
     std::string body;
     bool allow_header = false;  // 405 carries "Allow: GET, HEAD"
+    bool metrics = false;       // the Prometheus text format: its content type, the body as is
 };
 
-// The routing, pure: GET|HEAD /healthz and /readyz; other paths 404, other methods 405.
+// The Prometheus text format's content type (exposition format 0.0.4).
+inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+// The routing, pure: GET|HEAD /healthz, /readyz and (when on) /metrics; other paths 404, other
+// methods 405.
 Response route(std::string_view method, std::string_view target, const Probes& probes);
 
 // The bytes of a response; HEAD leaves the body out but keeps its length.

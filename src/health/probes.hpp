@@ -21,10 +21,12 @@ struct Answer {
     std::string text;  // one short line for people: "child not running: restarting in 4s"
 };
 
-// The two questions the server asks on every probe request.
+// The questions the server asks on every probe request, and the /metrics text (runtime/ renders
+// it; empty function: /metrics is off, container.metrics false, and answers 404).
 struct Probes {
     std::function<Answer()> healthz;
     std::function<Answer()> readyz;
+    std::function<const std::string&()> metrics;
 };
 
 inline constexpr Duration kHeartbeatLimit = std::chrono::seconds(30);

@@ -115,6 +115,7 @@ ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, 
               if (!installer_->ready()) return installer_->describe();
               return child_.describe() + "; " + installer_->describe();
           }),
+      metrics_(sched_, cfg.collector.install_dir, cfg.update.trusted_root_file),
       status_(sched_, child_),
       preflight_(reaper_, sched_),
       verifier_(sched_, cfg.update.trusted_root_file, signer(cfg)),
@@ -153,8 +154,15 @@ Status ContainerRuntime::start_probes() {
         log::info("probe server disabled", {{"reason", "container.healthListen is empty"}});
         return {};
     }
-    health::Probes p{[this] { return heartbeat_.answer(); },
-                     [this] { return readiness_.answer(); }};
+    health::Probes p;
+    p.healthz = [this] { return heartbeat_.answer(); };
+    p.readyz = [this] { return readiness_.answer(); };
+    if (cfg_.container->metrics) {
+        metrics_.set_sources(
+            [this] { return child_.restarts(); },
+            [this] { return agent_ && agent_->state() == opamp::Agent::State::connected; });
+        p.metrics = [this]() -> const std::string& { return metrics_.render(); };
+    }
     probes_ = std::make_unique<health::ProbeServer>(loop_, sched_, std::move(p));
     return probes_->listen(*listen);
 }
@@ -223,6 +231,7 @@ service::CriticalSection* ContainerRuntime::start_installer() {
         sched_, ports, update_settings(cfg_, seeded.image_version),
         [this, image = seeded.image_version] {
             status_.set_versions({image, installer_->active_version(), ""});
+            metrics_.collector_version(installer_->active_version());
             status_.set_install_problem(installer_->unhealthy_reason());
             if (agent_) agent_->state_changed();
         });
@@ -231,10 +240,13 @@ service::CriticalSection* ContainerRuntime::start_installer() {
     const auto& in = volume_->installed;
     installer_->set_active(seeded.active_version,
                            in && in->version == seeded.active_version ? in->package_hash : "");
+    installer_->observe(metrics_.observer());
+    metrics_.collector_version(seeded.active_version);
     if (in) installer_->restore(*in);
     // Package names are the server's; the collector's binary name is the usual one.
     if (volume_->interrupted) {
         installer_->report_interrupted(*volume_->interrupted, cfg_.collector.binary);
+        metrics_.count(classify_recovered(*volume_->interrupted));
     }
     // A trial that recovery let go on (the container restarted within it) runs to its deadline.
     if (volume_->trial && seeded.active_version == volume_->trial->to) {

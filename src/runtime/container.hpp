@@ -36,6 +36,7 @@
 #include "opamp/providers.hpp"
 #include "proc/reaper.hpp"
 #include "runtime/lifecycle.hpp"
+#include "runtime/metrics_feed.hpp"
 #include "runtime/package_adapter.hpp"
 #include "runtime/startup.hpp"
 #include "runtime/status.hpp"
@@ -80,6 +81,7 @@ class ContainerRuntime {
     health::Heartbeat heartbeat_;
     service::ChildService child_;
     health::Readiness readiness_;
+    MetricsFeed metrics_;
     std::unique_ptr<health::ProbeServer> probes_;
     SharedVolume volume_;
     journal::SeedInput seed_input_;

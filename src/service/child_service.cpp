@@ -181,6 +181,7 @@ void ChildService::unexpected_end() {
         return;
     }
     set(State::waiting_to_restart);
+    ++restarts_;
     log::info("restart scheduled", {{"delay", format_duration(d.delay)},
                                     {"delay_ms", static_cast<long long>(d.delay.count())},
                                     {"recent_ends", d.recent_ends}});

@@ -58,6 +58,8 @@ class ChildService : public ServiceController {
     std::string describe() const;
     pid_t pid() const { return pid_; }
     uint32_t starts() const { return starts_; }
+    // Restarts after an unexpected end, since the process began (myriarch_child_restarts_total).
+    uint64_t restarts() const { return restarts_; }
 
   private:
     void set(State s);
@@ -77,6 +79,7 @@ class ChildService : public ServiceController {
     std::string give_up_reason_;
     pid_t pid_ = -1;
     uint32_t starts_ = 0;
+    uint64_t restarts_ = 0;
     bool leader_gone_ = false;
     bool killed_ = false;
     std::unique_ptr<loop::Timer> restart_timer_;

@@ -83,7 +83,7 @@ void HealthRounds::give_up() {
         why = std::to_string(passes_) + " of " + std::to_string(settings_.successes) +
               " rounds passed within " + format_duration(settings_.timeout);
     }
-    answer(HealthVerdict{false, std::move(why)});
+    answer(HealthVerdict{false, std::move(why), service_.desired() == service::Desired::gave_up});
 }
 
 // Everything is stopped before the answer, which may start the rounds again (the rollback's

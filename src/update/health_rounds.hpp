@@ -37,6 +37,7 @@ struct RoundsSettings {
 struct HealthVerdict {
     bool healthy = false;
     std::string why;  // when unhealthy: the last failure and how often in a row, or the count
+    bool crash_loop = false;  // unhealthy because the service gave up restarting
 };
 
 class HealthRounds {

@@ -137,6 +137,7 @@ void Installer::post(Event ev, Why why) {
     ++gen_;
     state_ = *n;
     log_state(from, state_);
+    if (observer_.state) observer_.state(state_);
     if (in_section(from) && !in_section(state_)) {
         end_wait_.release(shutting_down_);
         publish();  // the owner learns that the section is over (readiness, a pending crash loop)
@@ -211,6 +212,7 @@ void Installer::work(State s) {
         case State::health_checking:
             rounds_.start(bound([this](HealthVerdict v) {
                 if (v.healthy) return post(Event::done);
+                crash_loop_ = v.crash_loop;
                 fail_with(Failure::health, "health check failed: " + v.why);
             }));
             return;
@@ -235,6 +237,8 @@ void Installer::rest() {
     staged_.reset();
     retry_timer_.reset();
     why_ = {};
+    refused_by_ = Rule::none;
+    crash_loop_ = false;
     record_attempt_ = false;
     swapped_ = false;
     if (shutting_down_ || !pending_) return;
@@ -263,6 +267,7 @@ void Installer::check(const Inspection& in) {
         case CheckVerdict::Kind::installed:
             return post(Event::installed);
         case CheckVerdict::Kind::refused:
+            refused_by_ = v.rule;
             // No room is a refusal that freeing room undoes: not settled, never an attempt.
             return fail_with(v.rule == Rule::no_room ? Failure::room : Failure::policy,
                              std::move(v.text));
@@ -303,6 +308,7 @@ void Installer::download() {
 
 void Installer::fetch() {
     ledger_.restart_progress();
+    fetch_began_ = sched_.now();
     download::Downloader::Handlers h;
     h.on_progress = bound([this](const download::Progress& p) {
         if (ledger_.progress(p, sched_.now())) publish();
@@ -310,6 +316,10 @@ void Installer::fetch() {
     h.on_done = bound([this](Result<download::Artifact> a) {
         if (!a) return fetch_failed(a.error());
         artifact_ = std::move(a.value());
+        if (observer_.downloaded) {
+            observer_.downloaded(artifact_->size,
+                                 std::chrono::duration_cast<Duration>(sched_.now() - fetch_began_));
+        }
         post(Event::done);
     });
     download::Request req = download_request(*pkg_, settings_);
@@ -495,6 +505,8 @@ void Installer::commit() {
         if (!st) return commit_failed(st.error());
         ledger_.commit(*offer_, packages, attempt(Outcome::installed, ""));
         publish();
+        // Found installed at Checking, nothing was installed: not an attempt.
+        if (record_attempt_) ended(Ending::Kind::installed);
         post(Event::done);
     });
     VolumeOps::Finish f;
@@ -529,6 +541,7 @@ void Installer::finish_failed() {
         if (record_attempt_) f.attempt = attempt(Outcome::failed, why_.text);
         f.packages = ledger_.fail(*offer_, why_.text, f.attempt, why_.code != Failure::room);
         publish();
+        ended(Ending::Kind::failed);
     }
     finish(std::move(f), "update: clean-up after a failed install");
 }
@@ -556,6 +569,7 @@ void Installer::finish_rollback() {
     f.attempt = attempt(Outcome::rolled_back, why);
     f.packages = ledger_.fail(*offer_, why, f.attempt);
     publish();
+    ended(Ending::Kind::rolled_back);
     finish(std::move(f), "update: clean-up after a rollback");
 }
 
@@ -594,6 +608,10 @@ Attempt Installer::attempt(Outcome outcome, std::string reason) const {
 void Installer::status(Code code, std::string error) {
     ledger_.set_status(code, std::move(error));
     publish();
+}
+
+void Installer::ended(Ending::Kind kind) {
+    if (observer_.ended) observer_.ended(Ending{kind, why_.code, refused_by_, crash_loop_});
 }
 
 void Installer::log_state(State from, State to) const {

@@ -31,6 +31,7 @@
 #include "loop/scheduler.hpp"
 #include "service/service_controller.hpp"
 #include "update/end_wait.hpp"
+#include "update/events.hpp"
 #include "update/health_rounds.hpp"
 #include "update/ledger.hpp"
 #include "update/machine.hpp"
@@ -84,6 +85,9 @@ class Installer : public service::CriticalSection {
     // and the next start counts it as a boot. An offer before the deadline ends the trial as
     // passed (the new install starts from this version).
     void resume_trial(std::string version, int64_t until);
+
+    // Who counts what the installer does (/metrics); set before the first offer.
+    void observe(Observer o) { observer_ = std::move(o); }
 
     void offer(Offer offer);
     const Report& report() const { return ledger_.report(); }
@@ -164,12 +168,14 @@ class Installer : public service::CriticalSection {
         if (on_report_) on_report_();
     }
     void log_state(State from, State to) const;
+    void ended(Ending::Kind kind);
     Attempt attempt(Outcome outcome, std::string reason) const;
 
     loop::Scheduler& sched_;
     Ports ports_;
     Settings settings_;
     std::function<void()> on_report_;
+    Observer observer_;
     Ledger ledger_;
     HealthRounds rounds_;
     Rollback rollback_;  // uses rounds_
@@ -184,9 +190,12 @@ class Installer : public service::CriticalSection {
     std::string from_;                   // active when it began
     uint64_t spool_reserve_ = 0;         // room the download leaves for the binary (check.hpp)
     Why why_;                            // why it failed (the report's error), or cancelled
+    Rule refused_by_ = Rule::none;       // the Checking rule that refused it
+    bool crash_loop_ = false;            // the health rounds ended on a crash loop
     bool record_attempt_ = false;        // the failure goes into last-attempt.json
     bool swapped_ = false;               // swapping was entered: a failed commit is undone
     MonoTime first_try_{};               // of the download: update.retryFor counts from here
+    MonoTime fetch_began_{};             // of the fetch in flight
     int retries_ = 0;                    // fetches started again after a transient failure
     std::unique_ptr<loop::Timer> retry_timer_;
     std::optional<download::Artifact> artifact_;

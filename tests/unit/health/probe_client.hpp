@@ -30,7 +30,8 @@ inline Probes fixed(bool live, bool ready) {
                   },
                   [ready] {
                       return Answer{ready, ready ? "ready" : "child not running"};
-                  }};
+                  },
+                  {}};
 }
 
 inline int connect_to(int port) {

@@ -36,6 +36,28 @@ TEST_CASE("probe routing: paths, methods and answers") {
           render(route("HEAD", "/healthz", p), true, true).size() - 4);
 }
 
+TEST_CASE("probe routing: /metrics answers the text as is with its content type; off is 404") {
+    auto p = fixed(true, true);
+    CHECK(route("GET", "/metrics", p).status == 404);
+    CHECK(route("GET", "/metrics", p).body.find("container.metrics") != std::string::npos);
+    std::string text = "# TYPE a counter\na 1\n";
+    p.metrics = [&text]() -> const std::string& { return text; };
+    auto r = route("GET", "/metrics?x=1", p);
+    CHECK(r.status == 200);
+    CHECK(r.metrics);
+    std::string bytes = render(r, false, false);
+    CHECK(bytes.find("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n") !=
+          std::string::npos);
+    CHECK(bytes.find("Content-Length: " + std::to_string(text.size()) + "\r\n") !=
+          std::string::npos);
+    CHECK(bytes.substr(bytes.size() - text.size()) == text);
+    std::string head = render(route("HEAD", "/metrics", p), true, true);
+    CHECK(head.find("Content-Length: " + std::to_string(text.size()) + "\r\n") !=
+          std::string::npos);
+    CHECK(head.substr(head.size() - 4) == "\r\n\r\n");
+    CHECK(route("POST", "/metrics", p).status == 405);
+}
+
 TEST_CASE("probe server: answers 200 and 503 with a short text, 404 and 405") {
     Fixture f(fixed(true, false));
     int port = f.server->port();

@@ -1,0 +1,126 @@
+#include "runtime/metrics_feed.hpp"
+
+#include <algorithm>
+
+#include "core/log.hpp"
+#include "verify/trusted_root.hpp"
+
+namespace myr::runtime {
+
+using metrics::AttemptResult;
+using metrics::RollbackReason;
+
+namespace {
+
+// The order of update::State, for the one-hot myriarch_update_state.
+std::vector<std::string> state_names() {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < update::kStateCount; ++i) {
+        names.emplace_back(update::to_string(static_cast<update::State>(i)));
+    }
+    return names;
+}
+
+double unix_now(const Clock& clock) {
+    return std::chrono::duration<double>(clock.wall().time_since_epoch()).count();
+}
+
+Counted classify_failed(const update::Ending& e) {
+    using update::Failure;
+    switch (e.code) {
+        case Failure::policy:
+            return {e.rule == update::Rule::quarantined ? AttemptResult::quarantined
+                                                        : AttemptResult::refused,
+                    std::nullopt};
+        case Failure::room:
+            return {AttemptResult::refused, std::nullopt};
+        case Failure::integrity:
+        case Failure::signature:
+            return {AttemptResult::failed, RollbackReason::verify};
+        case Failure::preflight:
+            return {AttemptResult::failed, RollbackReason::preflight};
+        default:
+            return {AttemptResult::failed, std::nullopt};
+    }
+}
+
+}  // namespace
+
+Counted classify(const update::Ending& e) {
+    switch (e.kind) {
+        case update::Ending::Kind::installed:
+            return {AttemptResult::installed, std::nullopt};
+        case update::Ending::Kind::failed:
+            return classify_failed(e);
+        case update::Ending::Kind::rolled_back:
+            if (e.code == update::Failure::trial) {
+                return {AttemptResult::rolled_back, RollbackReason::trial};
+            }
+            return {AttemptResult::rolled_back,
+                    e.crash_loop ? RollbackReason::crashloop : RollbackReason::health};
+    }
+    return {AttemptResult::failed, std::nullopt};
+}
+
+Counted classify_recovered(const update::Attempt& a) {
+    if (a.outcome == update::Outcome::rolled_back) {
+        return {AttemptResult::rolled_back, RollbackReason::recovery};
+    }
+    return {AttemptResult::failed, std::nullopt};
+}
+
+std::optional<double> trusted_root_since(const std::string& path) {
+    auto root = verify::load_trusted_root(path);
+    if (!root) {
+        log::warn("metrics: myriarch_trusted_root_age_seconds left out",
+                  {{"error", root.error().message()}});
+        return std::nullopt;
+    }
+    std::optional<int64_t> newest;
+    auto note = [&newest](const verify::ValidFor& v) {
+        if (v.start) newest = std::max(newest.value_or(*v.start), *v.start);
+    };
+    for (const auto& ca : root->certificate_authorities) note(ca.valid_for);
+    for (const auto& k : root->tlogs) note(k.valid_for);
+    for (const auto& k : root->ctlogs) note(k.valid_for);
+    if (!newest) return std::nullopt;
+    return static_cast<double>(*newest);
+}
+
+MetricsFeed::MetricsFeed(const Clock& clock, std::string install_dir,
+                         const std::string& trusted_root_file)
+    : clock_(clock), install_dir_(std::move(install_dir)), registry_(state_names()) {
+    registry_.trusted_root_since(trusted_root_since(trusted_root_file));
+}
+
+update::Observer MetricsFeed::observer() {
+    update::Observer o;
+    o.state = [this](update::State s) { registry_.state(static_cast<size_t>(s)); };
+    o.ended = [this](const update::Ending& e) { count(classify(e)); };
+    o.downloaded = [this](uint64_t bytes, Duration took) {
+        registry_.downloaded(bytes, std::chrono::duration<double>(took).count());
+    };
+    return o;
+}
+
+void MetricsFeed::count(const Counted& c) {
+    registry_.attempt(c.result, unix_now(clock_));
+    if (c.reason) registry_.rollback(*c.reason);
+}
+
+void MetricsFeed::set_sources(std::function<uint64_t()> child_restarts,
+                              std::function<bool()> connected) {
+    child_restarts_ = std::move(child_restarts);
+    connected_ = std::move(connected);
+}
+
+const std::string& MetricsFeed::render() {
+    metrics::Live live;
+    live.volume_free_bytes = metrics::free_bytes(install_dir_.c_str());
+    live.opamp_connected = connected_ && connected_();
+    live.child_restarts = child_restarts_ ? child_restarts_() : 0;
+    live.process = process_.read();
+    return registry_.render(live, unix_now(clock_));
+}
+
+}  // namespace myr::runtime
