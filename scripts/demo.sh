@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" file || exit 1
+myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" || exit 1
 # The signer (@sigstore/sign, with @sigstore/mock standing in for Fulcio and Rekor) is installed
 # like the Debian packages. Without it the demo stops rather than quietly showing unsigned
 # installs: signature verification is what it is there to show.
@@ -94,10 +94,10 @@ wait_pid=""
 cleanup() {
     # A demo that stops half-way (set -e) may leave PID 1 running: TERM it by its host pid, or its
     # unshare when the pid was not known yet, so that the `wait` below cannot hang.
-    if [ -n "$upd_pid" ]; then kill -TERM "$upd_pid" 2>/dev/null
-    elif [ -n "$wait_pid" ]; then kill -TERM "$wait_pid" 2>/dev/null; fi
-    kill "$server_pid" "$artifact_pid" 2>/dev/null
-    wait 2>/dev/null
+    if [ -n "$upd_pid" ]; then kill -TERM "$upd_pid" 2>/dev/null || true
+    elif [ -n "$wait_pid" ]; then kill -TERM "$wait_pid" 2>/dev/null || true; fi
+    kill "$server_pid" "$artifact_pid" 2>/dev/null || true
+    wait 2>/dev/null || true
 }
 trap cleanup EXIT
 for _ in $(seq 50); do [ -s "$pod/opamp.port" ] && [ -s "$pod/artifacts.port" ] && break; sleep 0.1; done
@@ -186,6 +186,7 @@ stop_pod() {
     local rc=0
     wait "$wait_pid" || rc=$?   # unshare passes on the exit status of its child, our PID 1
     upd_pid=""
+    wait_pid=""
     grep -E 'shutdown|child exited|opamp agent stopped' "$pod/updater.log" | sed 's/^/    /'
     echo "  myriarch-updater exited with code $rc"
 }
@@ -349,11 +350,13 @@ expect_current 0.118.0
 
 say "status: what the volume and the state directory hold (read-only, beside the running PID 1)"
 run "$pod/shared/myriarch-updater" status --config "$pod/etc/updater.yaml"
-say "metrics: GET /metrics on the probe listener, an excerpt of the myriarch_ lines"
+say "metrics: GET /metrics on the probe listener (what Prometheus scrapes), the myriarch_ lines"
 echo "\$ curl -s http://127.0.0.1:$health_port/metrics | grep '^myriarch_'"
 curl -sf -m 2 "http://127.0.0.1:$health_port/metrics" > "$pod/metrics.txt" ||
     { echo "DEMO FAILED: GET /metrics on 127.0.0.1:$health_port"; exit 1; }
-grep '^myriarch_' "$pod/metrics.txt" | sed 's/^/  /'
+echo "  (left out: the histogram's buckets, and the rollback reasons and installer states at 0)"
+grep '^myriarch_' "$pod/metrics.txt" | grep -v '_bucket{' |
+    grep -Ev '^myriarch_(rollbacks_total|update_state)\{.*\} 0$' | sed 's/^/  /'
 stop_pod
 
 say "done: everything lived under $pod (removed now; set MYR_DEMO_KEEP=1 to keep it)"

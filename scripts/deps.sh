@@ -19,7 +19,7 @@ MYR_BUILD_PKGS=(build-essential meson ninja-build pkg-config python3 libuv1-dev 
     libyaml-dev libjson-c-dev zlib1g-dev libarchive-dev libzstd-dev libprotobuf-c-dev
     protobuf-c-compiler doctest-dev node-llhttp)
 MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps e2fsprogs xz-utils zstd
-    python3-jsonschema)
+    python3-jsonschema file)
 MYR_FUZZ_PKGS=(clang libclang-rt-14-dev)
 # The hygiene gate (scripts/hygiene.py): clang-format 14 for `format`, Universal Ctags for
 # `functions`, PyYAML for the chart's values in `docs`, git for the file list.
