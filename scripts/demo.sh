@@ -277,10 +277,17 @@ expect_current() {  # version: fails the demo unless `current` names that versio
     now=$(readlink "$pod/binaries/collector/current")
     [ "$now" = "versions/$1" ] || { echo "DEMO FAILED: current is $now, expected versions/$1"; exit 1; }
 }
-states() {  # version: the installer's states for that offer, from its log
-    printf '  installer states:'
-    grep 'msg="update: state"' "$pod/updater.log" | grep -F "version=$1" | grep -o ' state=[a-z-]*' | sed 's/ state=/ /' | tr -d '\n'
-    echo
+states() {  # version last: the installer's states for that offer, from its log, once it is in
+    # state `last` (the final package status comes a moment before the installer settles)
+    local seen=""
+    for _ in $(seq 300); do
+        seen=$(grep 'msg="update: state"' "$pod/updater.log" | grep -F "version=$1" |
+            grep -o ' state=[a-z-]*' | sed 's/ state=/ /' | tr -d '\n')
+        [ "${seen##* }" = "$2" ] && break
+        sleep 0.1
+    done
+    echo "  installer states:$seen"
+    [ "${seen##* }" = "$2" ] || { echo "DEMO FAILED: the installer did not reach $2 for $1"; exit 1; }
 }
 show_volume() {
     echo "  volume:"
@@ -318,7 +325,7 @@ for _ in $(seq 100); do grep -q 'opamp connected' "$pod/updater.log" && break; s
 say "the server offers 0.118.0: download, $($signing && echo 'SHA-256 + Sigstore' || echo 'SHA-256 (unsigned)'), extract, preflight, swap, health check, commit"
 offer 0.118.0
 await_status 0.118.0 Installed
-states 0.118.0
+states 0.118.0 trial
 if $signing; then
     echo "  the updater's log of the verification:"
     grep -F 'version=0.118.0' "$pod/updater.log" | grep -E 'signature|unsigned' | sed 's/^/    /'
@@ -331,7 +338,7 @@ if $signing; then
     say "the server offers 0.118.2, altered after it was signed: refused at verifying, nothing swapped"
     offer 0.118.2
     await_status 0.118.2 InstallFailed
-    states 0.118.2
+    states 0.118.2 idle
     [ ! -e "$pod/binaries/collector/versions/0.118.2" ] ||
         { echo "DEMO FAILED: versions/0.118.2 exists on the volume"; exit 1; }
     echo "  versions/0.118.2: none on the volume; current -> $(readlink "$pod/binaries/collector/current")"
@@ -340,12 +347,13 @@ fi
 say "the server offers 0.118.1, whose health check fails: rolled back to 0.118.0"
 offer 0.118.1
 await_status 0.118.1 InstallFailed
-states 0.118.1
+states 0.118.1 idle
 show_volume
 expect_current 0.118.0
 say "the server offers 0.119.0, two minor versions from the image's 0.117.0: refused before any download"
 offer 0.119.0
 await_status 0.119.0 InstallFailed
+states 0.119.0 idle
 expect_current 0.118.0
 
 say "status: what the volume and the state directory hold (read-only, beside the running PID 1)"

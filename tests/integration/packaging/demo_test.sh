@@ -67,6 +67,7 @@ expect_line "signed" "$log" " != bundle messageDigest"
 expect_line "signed" "$log" "installer states: checking downloading verifying failed idle"
 expect_line "signed" "$log" "versions/0.118.2: none on the volume; current -> versions/0.118.0"
 expect_line "signed" "$log" "; rolled back to 0.118.0"
+expect_line "signed" "$log" "installer states: checking downloading verifying staging preflight stopping swapping starting health-checking rolling-back rolled-back idle"
 expect_line "signed" "$log" "current       0.118.0"
 expect_line "signed" "$log" 'myriarch_update_attempts_total{result="installed"} 1'
 expect_line "signed" "$log" 'myriarch_collector_info{version="0.118.0"} 1'
