@@ -304,7 +304,11 @@ build_release 0.119.0 ok
 if $signing; then
     # A private test root stands in for Sigstore's public one: the releases are signed under it
     # by a real signer (@sigstore/sign) whose Fulcio and Rekor are answered in-process.
-    node "$interop/sigstore-make.mjs" "$pod/sigstore" "$pod"/artifacts/*.tar.gz >/dev/null
+    if ! node "$interop/sigstore-make.mjs" "$pod/sigstore" "$pod"/artifacts/*.tar.gz >"$pod/sign.log" 2>&1; then
+        echo "DEMO FAILED: $interop/sigstore-make.mjs could not sign the releases (node $(node --version)):"
+        tail -5 "$pod/sign.log"
+        exit 1
+    fi
     echo "signed under a private test root: $(ls "$pod/sigstore/signed" | tr '\n' ' ')"
     # 0.118.2 is altered after it was signed, as on a compromised release server: one byte of its
     # collector changes and the archive is rebuilt. Its offer carries the altered archive's
