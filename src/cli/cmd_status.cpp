@@ -45,7 +45,7 @@ int cmd_status(const std::vector<std::string>& argv) {
         return 1;
     }
     const config::Config& c = *r.config;
-    update::StatusInputs in{c.collector.install_dir, c.collector.state_dir, c.collector.binary,
+    update::StatusInputs in{c.collector.install_dir, c.collector.state_dir,    c.collector.binary,
                             c.update.quarantine_for, c.update.trial_max_boots, wall_now()};
     update::StatusView v = update::read_status(in);
     read_trusted_root(c.update.trusted_root_file, v);

@@ -117,6 +117,8 @@ struct Container {
     Duration restart_delay = std::chrono::seconds(2);
     uint32_t max_restarts = 5;
     Duration restart_window = std::chrono::minutes(10);
+    // Where a fatal exit leaves its reason when the file exists; "" = never written.
+    std::string termination_message_path = "/dev/termination-log";
     std::optional<HostPort> health_listen = HostPort{"0.0.0.0", 13135};  // nullopt = disabled
     bool metrics = true;  // /metrics on the health listener (docs/metrics.md)
     friend bool operator==(const Container&, const Container&) = default;

@@ -520,6 +520,7 @@ void Schema::root(const Node& root) {
             {"restartDelay", duration(ct.restart_delay, false)},
             {"maxRestarts", uint(ct.max_restarts, 1)},
             {"restartWindow", duration(ct.restart_window, false)},
+            {"terminationMessagePath", abs_path(ct.termination_message_path, true)},
             {"healthListen", host_port(ct.health_listen)},
             {"metrics", boolean(ct.metrics)},
         };

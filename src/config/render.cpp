@@ -198,6 +198,7 @@ std::string render_effective(const Config& cfg) {
         line(i1, "restartDelay", format_duration(k.restart_delay));
         line(i1, "maxRestarts", std::to_string(k.max_restarts));
         line(i1, "restartWindow", format_duration(k.restart_window));
+        line(i1, "terminationMessagePath", quote(k.termination_message_path));
         line(i1, "healthListen", quote(k.health_listen ? k.health_listen->str() : ""));
         line(i1, "metrics", bool_text(k.metrics));
     }

@@ -273,16 +273,31 @@ void ContainerRuntime::start_agent() {
     agent_->start();
 }
 
-Result<int> run_container(const config::Config& cfg, const std::string& version) {
+// The crash loop's reason is the restart policy's, which only the child service knows.
+std::string ContainerRuntime::exit_reason() const {
+    if (lifecycle_.exit_code() == 0) return "";
+    if (child_.desired() == service::Desired::gave_up) {
+        return "crash loop: the supervisor (" + cfg_.container->supervisor_command[0] + ") had " +
+               child_.give_up_reason() + "; gave up";
+    }
+    return lifecycle_.exit_reason();
+}
+
+Result<Exit> run_container(const config::Config& cfg, const std::string& version) {
     loop::Loop loop;
-    std::optional<Result<int>> code;
+    std::optional<Result<Exit>> exit;
     {
         ContainerRuntime runtime(loop, cfg, version);
-        code.emplace(runtime.run());
+        auto code = runtime.run();
+        if (code) {
+            exit.emplace(Exit{*code, runtime.exit_reason()});
+        } else {
+            exit.emplace(code.fail());
+        }
     }
     // Everything is closed; what is still on the work queue finishes here.
     (void)loop.close();
-    return std::move(*code);
+    return std::move(*exit);
 }
 
 }  // namespace myr::runtime

@@ -61,6 +61,9 @@ class ContainerRuntime {
     // INT, 1 after a failed start or a crash loop). An error: the process could not even be set
     // up (signals, reaper, probe listener).
     [[nodiscard]] Result<int> run();
+    // After run(): why it ended with a non-zero code, one line for the termination message ("" for
+    // 0).
+    std::string exit_reason() const;
 
   private:
     [[nodiscard]] Status install_signals();
@@ -103,8 +106,14 @@ class ContainerRuntime {
     loop::Guard guard_;
 };
 
-// Runs container mode on a fresh loop and returns the exit code (or why it could not start); the
+// How container mode ended: the exit code and, when it is not 0, why.
+struct Exit {
+    int code = 0;
+    std::string reason;
+};
+
+// Runs container mode on a fresh loop and returns how it ended (or why it could not start); the
 // loop is closed (what is still on the work queue finishes first) before it returns.
-[[nodiscard]] Result<int> run_container(const config::Config& cfg, const std::string& version);
+[[nodiscard]] Result<Exit> run_container(const config::Config& cfg, const std::string& version);
 
 }  // namespace myr::runtime

@@ -92,7 +92,9 @@ void Lifecycle::step_done(Stage from, Status st) {
     if (!st) {
         log::error("volume preparation failed",
                    {{"stage", to_string(from)}, {"error", st.error().message()}});
-        return stop(1, "start-up failed");
+        return stop(
+            1, "start-up failed",
+            std::string("start-up failed while ") + to_string(from) + ": " + st.error().message());
     }
     switch (from) {
         case Stage::recovering:
@@ -109,7 +111,7 @@ void Lifecycle::step_done(Stage from, Status st) {
 
 void Lifecycle::service_changed() {
     if (stage_ != Stage::running || service_.desired() != service::Desired::gave_up) return;
-    if (!critical_->handles_crash_loop()) return stop(1, "crash loop");
+    if (!critical_->handles_crash_loop()) return stop(1, "crash loop", "crash loop");
     // A new version that crash-loops is the installer's to roll back, not a reason to exit; once
     // the section is over and the service still gave up, it ends the process as usual.
     if (crash_check_waits_) return;
@@ -128,13 +130,14 @@ void Lifecycle::check_crash_loop() {
 
 // TERM/INT, a crash loop or a failed start. A second request while the first runs changes
 // nothing (nor the exit code): the stop sequence always runs to its end.
-void Lifecycle::stop(int exit_code, const std::string& why) {
+void Lifecycle::stop(int exit_code, const std::string& why, std::string exit_reason) {
     if (stage_ == Stage::stopping) {
         log::info("shutdown already in progress", {{"reason", why}});
         return;
     }
     log::info("shutdown: begin", {{"reason", why}});
     exit_code_ = exit_code;
+    exit_reason_ = std::move(exit_reason);
     enter(Stage::stopping);
 }
 

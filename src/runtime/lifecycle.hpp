@@ -79,13 +79,16 @@ class Lifecycle {
 
     Stage stage() const { return stage_; }
     int exit_code() const { return exit_code_; }
+    // Why the exit code is not 0, for the termination message: "crash loop", or "start-up failed
+    // while recovering: <error>"; "" after TERM or INT.
+    const std::string& exit_reason() const { return exit_reason_; }
 
   private:
     void enter(Stage s);
     void step_done(Stage from, Status st);
     void service_changed();
     void check_crash_loop();
-    void stop(int exit_code, const std::string& why);
+    void stop(int exit_code, const std::string& why, std::string exit_reason = "");
     void stop_service_and_agent();
     void forward(int sig);
 
@@ -100,6 +103,7 @@ class Lifecycle {
     bool crash_check_waits_ = false;  // a crash loop waits for the critical section's end
     int pending_stops_ = 0;
     int exit_code_ = 0;
+    std::string exit_reason_;
     loop::Guard guard_;
 };
 

@@ -4,8 +4,8 @@
 #include <json-c/json.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 
 #include "core/hex.hpp"
 #include "core/json.hpp"
@@ -75,7 +75,8 @@ void line(std::string& out, const std::string& label, const std::string& body) {
 }
 
 void text_versions(std::string& out, const StatusView& v) {
-    if (v.versions.empty()) line(out, "versions", "none (the updater seeds one at its first start)");
+    if (v.versions.empty())
+        line(out, "versions", "none (the updater seeds one at its first start)");
     for (const VersionFacts& f : v.versions) {
         const bool cur = f.name == v.current;
         std::string body = (cur ? "* " : "  ") + f.name + "  ";
@@ -152,6 +153,16 @@ void text_state(std::string& out, const StatusView& v) {
     } else {
         line(out, "last attempt", "none");
     }
+    if (v.last_offer) {
+        // What the server was told when the last offer ended, one package a line.
+        bool first = true;
+        for (const PackageReport& p : v.last_offer->statuses) {
+            line(out, first ? "last offer" : "",
+                 p.name + " " + (p.offered_version.empty() ? "?" : p.offered_version) + ": " +
+                     to_string(p.code) + (p.error.empty() ? "" : ": " + p.error));
+            first = false;
+        }
+    }
     if (v.quarantined()) {
         const Attempt& a = *v.last_attempt;
         auto end = quarantine_end(a, v.in.quarantine_for);
@@ -192,7 +203,8 @@ namespace {
 
 void put(json_object* o, const char* key, const std::string& s) {
     const std::string u = text::valid_utf8(s);
-    json_object_object_add(o, key, json_object_new_string_len(u.data(), static_cast<int>(u.size())));
+    json_object_object_add(o, key,
+                           json_object_new_string_len(u.data(), static_cast<int>(u.size())));
 }
 void put_int(json_object* o, const char* key, int64_t n) {
     json_object_object_add(o, key, json_object_new_int64(n));
@@ -239,7 +251,8 @@ json_object* json_volume(const StatusView& v) {
     json_object_object_add(o, "current", cur);
     put_opt(o, "previous", v.previous);
     json_object* list = json_object_new_array();
-    for (const VersionFacts& f : v.versions) json_object_array_add(list, json_version(f, v.current));
+    for (const VersionFacts& f : v.versions)
+        json_object_array_add(list, json_version(f, v.current));
     json_object_object_add(o, "versions", list);
     return o;
 }

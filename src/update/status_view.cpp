@@ -5,11 +5,24 @@
 #include <cerrno>
 
 #include "fsx/dir.hpp"
+#include "fsx/file.hpp"
 #include "statedir/state_dir.hpp"
 #include "update/state_files.hpp"
 
 namespace myr::update {
 namespace {
+
+// A volume or spool a hostile hand filled with entries still gives a short answer: the first
+// kMaxEntries names (sorted) are shown, the rest counted as a problem.
+constexpr size_t kMaxEntries = 64;
+
+// Keeps the first kMaxEntries of `names`; says how many were dropped.
+void cap(std::vector<std::string>& names, const std::string& where, StatusView& v) {
+    if (names.size() <= kMaxEntries) return;
+    v.problems.push_back(where + ": " + std::to_string(names.size()) + " entries, the first " +
+                         std::to_string(kMaxEntries) + " shown");
+    names.resize(kMaxEntries);
+}
 
 void read_versions(const store::Volume& vol, StatusView& v) {
     auto names = fsx::list_dir(vol.versions_fd());
@@ -17,6 +30,7 @@ void read_versions(const store::Volume& vol, StatusView& v) {
         v.problems.push_back(names.error().context("list " + vol.path() + "/versions").message());
         return;
     }
+    cap(*names, vol.path() + "/versions", v);
     for (const std::string& name : *names) {
         VersionFacts f{name, std::nullopt, {}};
         auto marker = store::check_present(vol, name);
@@ -75,7 +89,10 @@ void read_spool(const statedir::StateDir& dir, StatusView& v) {
             names.error().context("list " + dir.path_of(statedir::entry::spool)).message());
         return;
     }
+    cap(*names, dir.path_of(statedir::entry::spool), v);
     for (const std::string& name : *names) {
+        // A file being replaced atomically (the part's metadata): not a download of its own.
+        if (fsx::is_temp_name(name)) continue;
         auto st = fsx::stat_at(spool->get(), name);
         // Gone between the listing and the stat: the download moved on.
         if (!st || !st->has_value()) continue;
@@ -90,9 +107,9 @@ void read_state(const statedir::StateDir& dir, StatusView& v) {
     } else {
         v.journal = std::move(*journal);
         if (v.journal.kind == journal::Loaded::Kind::corrupt) {
-            v.problems.push_back(dir.path_of(statedir::entry::journal) +
-                                 ": unreadable (recovery moves it aside at the next start): " +
-                                 v.journal.reason);
+            v.problems.push_back(
+                dir.path_of(statedir::entry::journal) +
+                ": unreadable (recovery moves it aside at the next start): " + v.journal.reason);
         }
     }
     if (auto a = load_attempt(dir); !a) {

@@ -21,13 +21,14 @@
 set -eu
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/tests/bench/updater_yaml.sh"
 build=${1:-$here/build}
 updater=$build/myriarch-updater
 fake_otelcol=$build/tests/fakes/fake-otelcol
 fake_supervisor=$build/tests/fakes/fake-opampsupervisor
 server=$build/tests/servers/opamp-test-server
 fleet=${FLEET:-100} jitter=${JITTER:-20}
-window=$jitter jitter_line="  startJitter: ${jitter}s"
+window=$jitter jitter_line="update: startJitter: ${jitter}s"
 if [ "$jitter" = off ]; then window=20 jitter_line=""; fi
 for f in "$updater" "$fake_otelcol" "$fake_supervisor" "$server"; do
     [ -x "$f" ] || { echo "fleet.sh: $f: not built (ninja -C $build)" >&2; exit 2; }
@@ -91,30 +92,8 @@ for i in $(seq 1 "$fleet"); do
     d=$base/u$i
     mkdir -p "$d/install" "$d/state" "$d/storage"
     touch "$d/effective.yaml"
-    cat > "$d/updater.yaml" <<Y
-server:
-  endpoint: ws://127.0.0.1:$(cat "$base/oport")/v1/opamp
-update:
-  requireSignature: false
-  allowedDownloadPrefixes: ["$prefix"]
-$jitter_line
-  healthTimeout: 60s
-  healthSuccesses: 1
-  healthInterval: 100ms
-collector:
-  installDir: $d/install
-  stateDir: $d/state
-  healthUrl: ""
-  configFile: $d/effective.yaml
-supervisor:
-  storageDir: $d/storage
-  healthUrl: ""
-container:
-  supervisorCommand: ["$fake_supervisor", "--storage-dir", "$d/storage", "--agent", "$d/install/current/otelcol-contrib"]
-  seedBinary: $base/seed
-  stopTimeout: 5s
-  healthListen: ""
-Y
+    bench_updater_yaml "$d" "ws://127.0.0.1:$(cat "$base/oport")/v1/opamp" "$prefix" "$base/seed" \
+        "$fake_supervisor" 100ms "" ${jitter_line:+"$jitter_line"}
     unshare --pid --fork --mount-proc "$updater" container --config "$d/updater.yaml" \
         > "$d/up.out" 2> "$d/up.log" &
     pids+=($!)

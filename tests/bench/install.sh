@@ -48,6 +48,7 @@ trap cleanup EXIT INT TERM
 mkdir -p "$base/art" "$base/pki"
 
 . "$here/tests/bench/loopback_ca.sh"
+. "$here/tests/bench/updater_yaml.sh"
 loopback_ca "$base/pki"
 
 # release MB VERSION: art/rel-MB.tar.gz holding otelcol-contrib; prints the archive's SHA-256.
@@ -136,30 +137,8 @@ run_updater() { # name hex
     local hport=$((20000 + RANDOM % 10000))
     printf 'name=otelcol-contrib\nversion=0.117.0\nurl=%s%s\nsha256=%s\n' "$prefix" "$1" "$2" \
         > "$d/release.txt"
-    cat > "$d/updater.yaml" <<Y
-server:
-  endpoint: ws://127.0.0.1:$(cat "$d/oport")/v1/opamp
-  caFile: $base/pki/ca.pem
-update:
-  requireSignature: false
-  allowedDownloadPrefixes: ["$prefix"]
-  healthTimeout: 60s
-  healthSuccesses: 1
-  healthInterval: 10ms
-collector:
-  installDir: $d/install
-  stateDir: $d/state
-  healthUrl: ""
-  configFile: $d/effective.yaml
-supervisor:
-  storageDir: $d/storage
-  healthUrl: ""
-container:
-  supervisorCommand: ["$fake_supervisor", "--storage-dir", "$d/storage", "--agent", "$d/install/current/otelcol-contrib"]
-  seedBinary: $base/seed
-  stopTimeout: 5s
-  healthListen: "127.0.0.1:$hport"
-Y
+    bench_updater_yaml "$d" "ws://127.0.0.1:$(cat "$d/oport")/v1/opamp" "$prefix" "$base/seed" \
+        "$fake_supervisor" 10ms "127.0.0.1:$hport" "server: caFile: $base/pki/ca.pem"
     unshare --pid --fork --mount-proc "$updater" container --config "$d/updater.yaml" \
         > "$d/up.out" 2> "$d/up.log" &
     local unshare_pid=$!

@@ -14,11 +14,13 @@
 # compile (printed on stderr).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# The versions the collector is built with; "-myr" marks them as ours, not an upstream build. The
-# third build fails at every start (main.brokenStart) while its --version and validate pass.
-COLLECTOR_V1=0.149.0-myr1
-COLLECTOR_V2=0.149.0-myr2
-COLLECTOR_BROKEN=0.149.0-myr3
+# The versions the collector is built with: the upstream release that go.mod pins
+# (upstream-release.sh), with "-myr" marking them as ours, not an upstream build. The third build
+# fails at every start (main.brokenStart) while its --version and validate pass.
+release=$(bash "$here/upstream-release.sh")
+COLLECTOR_V1=$release-myr1
+COLLECTOR_V2=$release-myr2
+COLLECTOR_BROKEN=$release-myr3
 BROKEN_REASON="this build fails at start on purpose (tests/real: main.brokenStart)"
 
 go=${MYR_GO:-$(command -v go || echo /usr/local/go/bin/go)}

@@ -61,7 +61,9 @@ std::string UpdaterConfig::yaml() const {
            field("stopSignal", stop_signal) + field("stopTimeout", stop_timeout) +
            field("restartDelay", restart_delay) +
            field("maxRestarts", max_restarts ? std::to_string(*max_restarts) : "") +
-           field("restartWindow", restart_window) + field("healthListen", quote(listen));
+           field("restartWindow", restart_window) +
+           "  terminationMessagePath: " + quote(termination_message_path) + "\n" +
+           field("healthListen", quote(listen));
 }
 
 std::string UpdaterConfig::write(const std::string& path) const {

@@ -55,6 +55,9 @@ struct UpdaterConfig {
     std::string restart_delay;
     std::optional<int> max_restarts;
     std::string restart_window;
+    // container.terminationMessagePath. "" writes "" (off): a test machine that is itself a
+    // Kubernetes pod has a /dev/termination-log of its own, which no test may overwrite.
+    std::string termination_message_path;
     int health_port = 0;  // container.healthListen on 127.0.0.1; 0 writes "" (probes off)
 
     std::string yaml() const;

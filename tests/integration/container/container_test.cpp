@@ -387,3 +387,119 @@ TEST_CASE("container: configuration problems exit 1 listing each of them") {
     CHECK(r.err.find("container.maxRestarts") != std::string::npos);
     CHECK(r.err.find("container.supervisorCommand") != std::string::npos);
 }
+
+// Termination messages (docs/container-mode.md): the reason of a fatal exit in the file the
+// kubelet mounts, only when it is there and a regular file.
+
+namespace {
+
+// A supervisor that exits 3 after 100 ms every time: the updater gives up after `max_restarts`
+// restarts. The termination message path is dir/termination-log, not created.
+UpdaterConfig crash_loop(TempDir& dir, int max_restarts) {
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor(), "--exit-after", "100", "--exit-code", "3"};
+    s.max_restarts = max_restarts;
+    s.termination_message_path = dir / "termination-log";
+    return s;
+}
+
+// A supervisor that runs until stopped, and an empty termination message file as the kubelet
+// mounts it.
+UpdaterConfig with_message_file(TempDir& dir) {
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor()};
+    s.termination_message_path = dir / "termination-log";
+    write_file(s.termination_message_path, "", 0666);
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("container: a crash loop leaves its reason in the termination message file") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    UpdaterConfig s = crash_loop(dir, 2);
+    // What an earlier container left: replaced, not appended to.
+    write_file(s.termination_message_path, std::string(6000, 'x'), 0666);
+    Updater u = start(dir, s);
+    CHECK(u.wait_exit(30s) == 1);
+    CHECK_MESSAGE(read_file(s.termination_message_path) ==
+                      "crash loop: the supervisor (" + fake_supervisor() +
+                          ") had 3 unexpected ends within 1m (maxRestarts 2); gave up\n",
+                  u.log());
+    CHECK(u.log_has("termination message written"));
+}
+
+TEST_CASE("container: an unusable volume leaves its reason in the termination message file") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    UpdaterConfig s = with_message_file(dir);
+    // A file where the volume's directory should be: recovery cannot open it.
+    write_file(s.install_dir, "not a directory");
+    Updater u = start(dir, s);
+    CHECK(u.wait_exit(30s) == 1);
+    std::string m = read_file(s.termination_message_path);
+    MESSAGE("termination message: " << m);
+    CHECK_MESSAGE(m.rfind("start-up failed while recovering: ", 0) == 0, u.log());
+    CHECK(m.find(s.install_dir) != std::string::npos);
+    CHECK(!u.log_has("child started"));
+    CHECK(read_file(s.install_dir) == "not a directory");
+}
+
+TEST_CASE("container: without the termination message file nothing is created") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    UpdaterConfig s = crash_loop(dir, 1);
+    Updater u = start(dir, s);
+    CHECK(u.wait_exit(30s) == 1);
+    CHECK(!exists(s.termination_message_path));
+    CHECK(!u.log_has("termination message"));
+}
+
+TEST_CASE("container: a symlink at the termination message path is refused, its target kept") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    UpdaterConfig s = crash_loop(dir, 1);
+    write_file(dir / "precious", "kept", 0666);
+    REQUIRE(::symlink((dir / "precious").c_str(), s.termination_message_path.c_str()) == 0);
+    Updater u = start(dir, s);
+    CHECK(u.wait_exit(30s) == 1);
+    CHECK(read_file(dir / "precious") == "kept");
+    CHECK_MESSAGE(u.log_has("termination message not written"), u.log());
+    CHECK(u.log_has("refusing a symlink"));
+}
+
+TEST_CASE("container: a stop on TERM leaves the termination message file alone") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    UpdaterConfig s = with_message_file(dir);
+    Updater u = start(dir, s);
+    REQUIRE(u.wait_for_log("child started", 20s));
+    CHECK(u.stop() == 0);
+    CHECK(read_file(s.termination_message_path).empty());
+}
+
+TEST_CASE("container: a refused configuration leaves its problems in the default message file") {
+    if (!can_run_pid1()) return;  // root and unshare: the mount namespace below
+    TempDir dir;
+    write_file(
+        dir / "bad.yaml",
+        "server:\n  endpoint: ws://127.0.0.1:1/v1/opamp\nupdate:\n  requireSignature: false\n"
+        "container:\n  supervisorCommand: []\n  maxRestarts: 0\n"
+        "  terminationMessagePath: " +
+            dir / "not-this-one" + "\n");
+    // A tmpfs over /dev in a mount namespace of its own: the default path exists there, as the
+    // kubelet's mount does in a pod, and the machine's /dev is not touched.
+    const std::string script =
+        "mount -t tmpfs tmpfs /dev && : >/dev/termination-log && \"$0\" container --config "
+        "\"$1\"; echo \"exit=$?\"; cat /dev/termination-log";
+    auto r = run({"unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                  updater_bin(), dir / "bad.yaml"},
+                 20s);
+    MESSAGE(r.out);
+    CHECK(r.out.find("exit=1\nconfiguration " + dir / "bad.yaml" + " refused:\n") !=
+          std::string::npos);
+    CHECK(r.out.find("container.maxRestarts") != std::string::npos);
+    CHECK(r.out.find("container.supervisorCommand") != std::string::npos);
+    CHECK(!exists(dir / "not-this-one"));
+}

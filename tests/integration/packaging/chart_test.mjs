@@ -1,8 +1,9 @@
 // The chart's rules, checked on what real helm renders (meson.build here runs one part per meson
 // test):
 //
-//   node chart_test.mjs rules       every rule of container mode over a matrix of values, and
-//                                   what NOTES.txt says after `helm install`
+//   node chart_test.mjs rules       every rule of container mode over a matrix of values, what
+//                                   NOTES.txt says after `helm install`, and the default image
+//                                   tags against the release tests/real/go.mod pins
 //   node chart_test.mjs failures    what must not render: each failure and its message
 //   node chart_test.mjs k8s         every rendered object against the Kubernetes API schemas,
 //                                   and Pod Security "restricted" on every container
@@ -38,6 +39,7 @@ if (!helm) {
   console.error("MYR_HELM is not set: run through meson (tests/integration/packaging/run.sh finds helm)");
   process.exit(1);
 }
+const appVersion = YAML.parse(fs.readFileSync(path.join(chart, "Chart.yaml"), "utf8")).appVersion;
 const trustedRootFile = path.join(here, "fixtures/trusted_root.json");
 const trustedRoot = fs.readFileSync(trustedRootFile, "utf8");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "myr-chart-"));
@@ -191,6 +193,21 @@ const matrix = {
     setFile: trustedRootSet,
   },
   "openshift-noverify": { files: ["container-openshift-noverify.yaml"] },
+  "service-monitor": {
+    files: ["container-standard.yaml"],
+    values: { metrics: { serviceMonitor: { enabled: true, interval: "15s", labels: { release: "kube-prometheus" } } } },
+    setFile: trustedRootSet,
+  },
+  "metrics-off": {
+    files: ["container-standard.yaml"],
+    values: { metrics: { enabled: false } },
+    setFile: trustedRootSet,
+  },
+  "updater-tag-pinned": {
+    files: ["container-standard.yaml"],
+    values: { images: { updater: { tag: "9.9.9" } }, resources: { limits: { memory: "1Gi" } } },
+    setFile: trustedRootSet,
+  },
   "config-merged": {
     files: ["container-standard.yaml"],
     values: {
@@ -259,7 +276,7 @@ function rulesFor(name, opts) {
   // Init containers: the updater image installs itself; the collector image's binary is copied.
   const inits = pod.initContainers || [];
   eq(inits.map((c) => c.name), ["install-updater", "seed-collector"], `${at} init containers in order`);
-  const img = (i) => `${v.images[i].repository}:${v.images[i].tag}`;
+  const img = (i) => `${v.images[i].repository}:${v.images[i].tag || appVersion}`;
   eq(inits[0].image, img("updater"), `${at} install-updater runs the updater image`);
   eq(inits[0].command, ["/usr/local/bin/myriarch-updater", "install-self", "/shared"], `${at} install-self command`);
   eq(inits[1].image, img("collector"), `${at} seed-collector runs the collector image`);
@@ -374,13 +391,71 @@ function rulesFor(name, opts) {
     }
   }
   for (const problem of podSecurity.restrictedProblems(pod)) check(false, `${at} ${problem}`);
+  monitoringRules(at, r, v, main, upd);
   for (const c of [...inits, ...pod.containers])
     eq(c.securityContext.readOnlyRootFilesystem, true, `${at} ${c.name} has a read-only root file system`);
   eq(pod.automountServiceAccountToken, false, `${at} no service account token`);
   return r;
 }
 
+// What an operator watches: the termination message, the resources, the metrics' annotations and
+// the ServiceMonitor.
+function monitoringRules(at, r, v, main, upd) {
+  const cm = v.containerMode;
+  eq(main.terminationMessagePolicy, "FallbackToLogsOnError", `${at} terminationMessagePolicy`);
+  eq(upd.container.terminationMessagePath, main.terminationMessagePath,
+    `${at} the updater writes where the kubelet reads the termination message`);
+  const res = main.resources || {};
+  eq([res.requests, res.limits], [v.resources.requests, v.resources.limits], `${at} main container resources from values`);
+  check(!(res.limits || {}).cpu, `${at} no CPU limit on PID 1`);
+  const ann = r.workload.spec.template.metadata.annotations || {};
+  if (v.metrics.enabled) {
+    eq([ann["prometheus.io/scrape"], ann["prometheus.io/port"], ann["prometheus.io/path"]],
+      ["true", String(cm.healthPort), "/metrics"], `${at} prometheus.io annotations on healthPort`);
+    eq(portOf(upd.container.healthListen), Number(ann["prometheus.io/port"]), `${at} the annotated port is the updater's`);
+  } else {
+    check(!Object.keys(ann).some((k) => k.startsWith("prometheus.io/")), `${at} no prometheus.io annotations with metrics off`);
+  }
+  const monitors = r.all("ServiceMonitor");
+  if (!v.metrics.serviceMonitor.enabled) return eq(monitors.length, 0, `${at} no ServiceMonitor unless enabled`);
+  eq(monitors.length, 1, `${at} one ServiceMonitor`);
+  const sm = monitors[0];
+  const selected = r.all("Service").filter((svc) =>
+    Object.entries(sm.spec.selector.matchLabels).every(([k, val]) => (svc.metadata.labels || {})[k] === val));
+  eq(selected.map((svc) => svc.metadata.name), [r.workload.spec.serviceName], `${at} the ServiceMonitor selects the headless Service`);
+  const ep = sm.spec.endpoints[0];
+  const svcPort = selected.length ? selected[0].spec.ports.find((p) => p.name === ep.port) : undefined;
+  check(svcPort && svcPort.targetPort === "updater-health", `${at} endpoint port ${ep.port} reaches updater-health`);
+  eq([ep.path, ep.interval], ["/metrics", v.metrics.serviceMonitor.interval], `${at} endpoint path and interval`);
+  for (const [k, val] of Object.entries(v.metrics.serviceMonitor.labels)) eq(sm.metadata.labels[k], val, `${at} label ${k}`);
+}
+
+// The default supervisor and collector tags are the upstream release the real-peer tests build
+// (one pin: tests/real/go.mod, read by tests/real/upstream-release.sh); the updater's is the
+// chart's appVersion.
+function defaultTagRules() {
+  const release = execFileSync("bash", [path.join(src, "tests/real/upstream-release.sh")], { encoding: "utf8" }).trim();
+  const values = YAML.parse(fs.readFileSync(path.join(chart, "values.yaml"), "utf8"));
+  for (const i of ["supervisor", "collector"])
+    eq(String(values.images[i].tag), release, `values.yaml images.${i}.tag is the release tests/real/go.mod pins`);
+  eq(values.images.updater.tag, "", "values.yaml images.updater.tag is empty (the chart's appVersion)");
+  const std = render(matrix.standard);
+  eq(std.container("install-updater").image, `ghcr.io/myriarch/myriarch-updater:${appVersion}`,
+    "[standard] the updater image is the chart's appVersion");
+  eq(std.container("collector").image, `otel/opentelemetry-collector-opampsupervisor:${release}`,
+    "[standard] the supervisor image runs the tested release");
+  eq(render(matrix["updater-tag-pinned"]).container("install-updater").image, "ghcr.io/myriarch/myriarch-updater:9.9.9",
+    "[updater-tag-pinned] a tag given wins over appVersion");
+  // The health URL the updater checks by default (config.md: supervisor.healthUrl) is the one the
+  // chart renders, on the supervisor's healthcheck endpoint that release serves (real_chart_test).
+  eq(std.configYaml("updater.yaml").supervisor.healthUrl, "http://127.0.0.1:23233/health",
+    "[standard] supervisor.healthUrl is the updater's default");
+  eq(portOf(std.configYaml("supervisor.yaml").healthcheck.endpoint), 23233,
+    "[standard] the supervisor's healthcheck.endpoint serves it");
+}
+
 function partRules() {
+  defaultTagRules();
   for (const [name, opts] of Object.entries(matrix)) {
     try {
       rulesFor(name, opts);
@@ -498,6 +573,13 @@ function partFailures() {
       /\/containerMode\/allowedDownloadPrefixes.*got string, want array/],
     ["schema: runAsUser 0", { ...base, values: { podSecurityContext: { runAsUser: 0 } } },
       /\/podSecurityContext\/runAsUser.*minimum/],
+    ["ServiceMonitor with metrics off", { ...base, values: { metrics: { enabled: false, serviceMonitor: { enabled: true } } } },
+      /metrics\.serviceMonitor\.enabled needs metrics\.enabled/],
+    ["ServiceMonitor outside container mode", { values: { metrics: { serviceMonitor: { enabled: true } } } },
+      /metrics\.serviceMonitor\.enabled needs containerMode\.enabled/],
+    ["schema: ServiceMonitor interval without a unit", { ...base,
+      values: { metrics: { serviceMonitor: { enabled: true, interval: 30 } } } },
+      /\/metrics\/serviceMonitor\/interval.*got number, want string/],
   ];
   for (const [name, opts, want] of cases) {
     const r = renderFailure(opts);
@@ -515,6 +597,7 @@ async function partK8s() {
     "apps/v1/StatefulSet": "kubernetes-models/apps/v1/StatefulSet",
     "apps/v1/Deployment": "kubernetes-models/apps/v1/Deployment",
     "apps/v1/DaemonSet": "kubernetes-models/apps/v1/DaemonSet",
+    "monitoring.coreos.com/v1/ServiceMonitor": "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor",
   };
   let objects = 0;
   for (const [name, opts] of Object.entries({ ...matrix, ...plainMatrix })) {

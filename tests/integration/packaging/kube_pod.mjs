@@ -5,14 +5,15 @@
 //
 //   node kube_pod.mjs RENDERED.yaml OUT.yaml SETTINGS.json
 //
-// SETTINGS: {"images": {"updater": …, "supervisor": …, "collector": …}, "secrets": {name: {key: value}},
-//            "createClaims": true|false}
+// SETTINGS: {"repositories": {"updater": …, "supervisor": …, "collector": …}, "createClaims": true|false}
 // createClaims false leaves the PersistentVolumeClaims out: podman refuses to create a claim whose
 // volume exists, and a restarted pod must find the old ones, as on a cluster.
 //
 // What changes, and why (everything else is the chart's, byte for byte):
-// - images: the test's own (the stand-ins for the supervisor and the collector; the upstream
-//   images cannot be pulled here), imagePullPolicy Never so that nothing is pulled;
+// - image repositories: the test's own (the stand-ins for the supervisor and the collector; the
+//   upstream images cannot be pulled here), with the tags the chart rendered (its defaults: the
+//   release tests/real/go.mod pins and the chart's appVersion), imagePullPolicy Never so that
+//   nothing is pulled: a rendered tag the test did not build fails the play;
 // - hostNetwork: true, so that the updater reaches the test's OpAMP server on 127.0.0.1 and the
 //   test reaches the probes without a pod network (the chart never sets it: restricted forbids it);
 // - probes are removed: podman runs an httpGet probe as a command inside the container, and the
@@ -47,7 +48,8 @@ spec.restartPolicy = "Never";
 const imageOf = { "install-updater": "updater", "seed-collector": "collector", collector: "supervisor" };
 for (const c of [...(spec.initContainers || []), ...spec.containers]) {
   if (!imageOf[c.name]) throw new Error(`unexpected container ${c.name}`);
-  c.image = settings.images[imageOf[c.name]];
+  const tag = c.image.slice(c.image.lastIndexOf(":") + 1);
+  c.image = `${settings.repositories[imageOf[c.name]]}:${tag}`;
   c.imagePullPolicy = "Never";
   delete c.startupProbe;
   delete c.livenessProbe;

@@ -19,10 +19,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/podman_env.sh"
 src=$MYRIARCH_SOURCE_DIR
 work=$(mktemp -d /tmp/myr-pod-test.XXXXXX)
-tag=packaging-test
-updater_image=localhost/myriarch-updater:$tag
-supervisor_image=localhost/myriarch-stand-in-supervisor:$tag
-collector_image=localhost/myriarch-stand-in-collector:$tag
+# The images carry the tags the chart renders by default: the chart's appVersion for the updater,
+# the upstream release the real-peer tests run (tests/real/go.mod) for the supervisor and the
+# collector, whose stand-in reports that version.
+upstream=$(bash "$src/tests/real/upstream-release.sh") || exit 1
+app_version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' "$src/packaging/helm/myriarch-collector/Chart.yaml")
+updater_repo=localhost/myriarch-updater
+supervisor_repo=localhost/myriarch-stand-in-supervisor
+collector_repo=localhost/myriarch-stand-in-collector
+updater_image=$updater_repo:$app_version
+supervisor_image=$supervisor_repo:$upstream
+collector_image=$collector_repo:$upstream
 release=pt
 pod=$release-myriarch-collector-0
 main=$pod-collector
@@ -58,7 +65,7 @@ bash "$src/packaging/image/build.sh" --binary "$MYRIARCH_BIN" "$updater_image" |
 mkdir -p "$work/sup" "$work/col"
 cp "$MYRIARCH_FAKE_OPAMPSUPERVISOR" "$work/sup/opampsupervisor"
 cp "$MYRIARCH_FAKE_OTELCOL" "$work/col/otelcol-contrib"
-printf '\n#MYRIARCH-FAKE version=0.116.0 health=ok\n' >>"$work/col/otelcol-contrib"
+printf '\n#MYRIARCH-FAKE version=%s health=ok\n' "$upstream" >>"$work/col/otelcol-contrib"
 podman build -q -f "$here/images/supervisor.Containerfile" -t "$supervisor_image" "$work/sup" >/dev/null &&
     podman build -q -f "$here/images/collector.Containerfile" -t "$collector_image" "$work/col" >/dev/null ||
     { bad "stand-in images"; exit 1; }
@@ -99,8 +106,8 @@ YAML
     --set-file containerMode.trustedRoot.json="$here/fixtures/trusted_root.json" >"$work/rendered.yaml" ||
     { bad "helm template"; exit 1; }
 settings() {  # createClaims
-    printf '{"images":{"updater":"%s","supervisor":"%s","collector":"%s"},"createClaims":%s}\n' \
-        "$updater_image" "$supervisor_image" "$collector_image" "$1"
+    printf '{"repositories":{"updater":"%s","supervisor":"%s","collector":"%s"},"createClaims":%s}\n' \
+        "$updater_repo" "$supervisor_repo" "$collector_repo" "$1"
 }
 settings true >"$work/settings1.json"
 settings false >"$work/settings2.json"
@@ -199,7 +206,7 @@ child_cmd=$(tr '\0' ' ' <"/proc/$child/cmdline" 2>/dev/null)
 grandchild=""
 for _ in $(seq 50); do grandchild=$(pgrep -P "$child" | head -1); [ -n "$grandchild" ] && break; sleep 0.1; done
 agent_exe=$(readlink "/proc/$grandchild/exe" 2>/dev/null)
-[ "$agent_exe" = /var/lib/myriarch/collector/versions/0.116.0/otelcol-contrib ] &&
+[ "$agent_exe" = "/var/lib/myriarch/collector/versions/$upstream/otelcol-contrib" ] &&
     ok "the supervisor runs the collector from the claim: $agent_exe" || bad "the supervisor's child runs '$agent_exe'"
 # What podman applied of the chart's securityContext.
 sec=$(podman inspect --format '{{.Config.User}} ro={{.HostConfig.ReadonlyRootfs}} {{.HostConfig.SecurityOpt}}' "$main")
@@ -225,7 +232,7 @@ done
 binaries=$(vol "binaries-$pod")
 storage=$(vol "supervisor-storage-$pod")
 current=$(readlink "$binaries/collector/current")
-[ "$current" = versions/0.116.0 ] && ok "binaries claim: current -> $current" || bad "current -> '$current'"
+[ "$current" = "versions/$upstream" ] && ok "binaries claim: current -> $current" || bad "current -> '$current'"
 cp "$binaries/collector/current/install.json" "$work/marker1.json"
 cp "$storage/persistent_state.yaml" "$work/identity1.yaml" 2>/dev/null || bad "no persistent_state.yaml on the storage claim"
 cp "$binaries/state/instance_uid" "$work/updater-uid1" 2>/dev/null || bad "no updater instance uid on the binaries claim"
@@ -238,9 +245,9 @@ for _ in $(seq 100); do
     grep -q "\"dev.myriarch.collector.instance_uid\":\"$collector_uid\"" "$work/opamp.jsonl" 2>/dev/null && break
     sleep 0.2
 done
-node - "$work/opamp.jsonl" "$token" "$pod" "$work/identity1.yaml" <<'JS' || fail=1
+node - "$work/opamp.jsonl" "$token" "$pod" "$work/identity1.yaml" "$upstream" <<'JS' || fail=1
 const fs = require("fs");
-const [file, token, pod, identity] = process.argv.slice(2);
+const [file, token, pod, identity, upstream] = process.argv.slice(2);
 const lines = fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
 const open = lines.find((m) => m.event === "open");
 const msg = lines.find((m) => m.event === "message" && m.non_identifying);
@@ -250,7 +257,7 @@ const checks = [
   [open && open.authorization === `Bearer ${token}`, `OpAMP connection carries the Secret's token (${open && open.authorization})`],
   [msg && msg.non_identifying["host.name"] === pod, `host.name is the pod name (${msg && msg.non_identifying["host.name"]})`],
   [msg && msg.non_identifying["dev.myriarch.updater.install_method"] === "container", "install_method container"],
-  [msg && msg.non_identifying["dev.myriarch.updater.image_collector_version"] === "0.116.0", "image_collector_version 0.116.0"],
+  [msg && msg.non_identifying["dev.myriarch.updater.image_collector_version"] === upstream, `image_collector_version ${upstream}`],
   [collectorUid && reportsUid, `collector instance uid from the storage claim (${collectorUid})`],
   [msg && msg.health && msg.health.healthy === true, `health: ${msg && JSON.stringify(msg.health && msg.health.status)}`],
 ];
@@ -275,7 +282,7 @@ else
 fi
 cmp -s "$binaries/collector/current/install.json" "$work/marker1.json" && ok "install marker unchanged (no re-activation)" ||
     bad "install marker changed: $(cat "$binaries/collector/current/install.json")"
-[ "$(readlink "$binaries/collector/current")" = versions/0.116.0 ] && ok "current -> versions/0.116.0" || bad "current moved"
+[ "$(readlink "$binaries/collector/current")" = "versions/$upstream" ] && ok "current -> versions/$upstream" || bad "current moved"
 cmp -s "$storage/persistent_state.yaml" "$work/identity1.yaml" && ok "collector identity kept: $(cat "$work/identity1.yaml")" ||
     bad "the collector's identity changed"
 cmp -s "$binaries/state/instance_uid" "$work/updater-uid1" && ok "updater instance uid kept" || bad "the updater's uid changed"

@@ -135,6 +135,14 @@ TEST_CASE("real chart: the chart's configs run the real supervisor and collector
                "\nserver:\n" + server.err();
     };
     REQUIRE_MESSAGE(p.wait_collector_healthy(), logs());
+    // The real supervisor of the release the chart's images default to serves the updater's
+    // supervisor health URL from the chart's healthcheck entry (the test moves only its port;
+    // packaging-chart-rules checks that the default port renders the updater's default URL).
+    const std::string health_url =
+        "http://127.0.0.1:" + std::to_string(p.supervisor_health_port) + "/health";
+    CHECK_MESSAGE(
+        read_file(updater_yaml).find("healthUrl: \"" + health_url + "\"") != std::string::npos,
+        read_file(updater_yaml));
     CHECK(
         wait_until([&] { return p.get(p.supervisor_health_port, "/health") == 200; }, 30s, 100ms));
     CHECK(wait_until([&] { return p.get(p.updater_health_port, "/readyz") == 200; }, 30s, 100ms));

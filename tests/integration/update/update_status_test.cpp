@@ -64,8 +64,9 @@ std::string newest_start(const std::string& file) {
     RunResult r = run({"python3", "-c",
                        "import json,sys\n"
                        "r=json.load(open(sys.argv[1]))\n"
-                       "s=[e['validFor']['start'] for k in ('certificateAuthorities','tlogs',"
-                       "'ctlogs') for e in r.get(k,[]) if 'start' in e.get('validFor',{})]\n"
+                       "v=[e.get('validFor') or e.get('publicKey',{}).get('validFor',{}) for k in "
+                       "('certificateAuthorities','tlogs','ctlogs') for e in r.get(k,[])]\n"
+                       "s=[x['start'] for x in v if 'start' in x]\n"
                        "print(max(s).split('.')[0].rstrip('Z')+'Z')",
                        file});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
@@ -79,9 +80,17 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
     if (!have_jsonschema()) MYR_SKIP("python3-jsonschema is missing (scripts/deps.sh)");
     Rig rig;
     const std::string trusted = rig.dir / "trusted_root.json";
-    REQUIRE(run({"cp", source_dir() + "/tests/integration/packaging/fixtures/trusted_root.json",
-                 trusted})
-                .exit_code == 0);
+    // A root whose newest entry (a log key) is younger than its CA; status reads only validFor.
+    write_file(trusted,
+               R"({"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+  "tlogs":[{"baseUrl":"https://rekor.example","hashAlgorithm":"SHA2_256",
+    "publicKey":{"rawBytes":"AAAA","keyDetails":"PKIX_ECDSA_P256_SHA_256",
+                 "validFor":{"start":"2026-11-01T00:00:00Z"}},
+    "logId":{"keyId":"AAAA"}}],
+  "certificateAuthorities":[{"subject":{"organization":"example","commonName":"example"},
+    "uri":"https://fulcio.example","certChain":{"certificates":[{"rawBytes":"AAAA"}]},
+    "validFor":{"start":"2026-10-01T00:00:00.000Z","end":"2036-10-01T00:00:00Z"}}],
+  "ctlogs":[],"timestampAuthorities":[]})");
     const auto tweak = [&](UpdaterConfig& c) {
         c.trial_period = "10m";
         c.quarantine_for = "1h";
@@ -103,8 +112,8 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         json_object* v = json_object_array_get_idx(s.at({"volume", "versions"}), 0);
         CHECK(str(v, "source") == "image");
         CHECK(opamp::num(v, "binarySize") ==
-              static_cast<int64_t>(read_file(rig.install + "/versions/0.116.0/otelcol-contrib")
-                                       .size()));
+              static_cast<int64_t>(
+                  read_file(rig.install + "/versions/0.116.0/otelcol-contrib").size()));
         CHECK(s.at({"state", "journal"}) == nullptr);
         CHECK(s.at({"state", "trial"}) == nullptr);
         CHECK(str(s.at({"trustedRoot"}), "newestStart") == newest_start(trusted));
@@ -112,23 +121,25 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
 
         // A download the artifact server holds open (half the body, then nothing for 60 s).
         rig.offer({"0.117.0", v117, "stall=60"});
-        REQUIRE_MESSAGE(wait_until(
-                            [&] {
-                                for (const auto& n : list_dir(rig.spool())) {
-                                    if (n.size() > 5 && n.ends_with(".part")) return true;
-                                }
-                                return false;
-                            },
-                            30s, 50ms),
-                        u.log());
+        const std::string part_file = rig.spool() + "/" + rig.sha_of(v117) + ".part";
+        auto receiving = [&] {
+            struct stat st {};
+            return ::stat(part_file.c_str(), &st) == 0 && st.st_size > 0;
+        };
+        REQUIRE_MESSAGE(wait_until(receiving, 30s, 50ms), u.log());
         s = status(rig, "downloading");
         CHECK_MESSAGE(s.exit_code == 0, s.err);
         CHECK(str(s.at({"state", "journal"}), "phase") == "downloading");
         CHECK(str(s.at({"state", "journal"}), "to") == "0.117.0");
         CHECK(str(s.at({"state", "lastAttempt"}), "outcome") == "in-progress");
         json_object* dl = s.at({"state", "downloads"});
-        REQUIRE(json_object_array_length(dl) >= 1);
-        CHECK(str(json_object_array_get_idx(dl, 0), "file") == rig.sha_of(v117) + ".part");
+        bool part = false;
+        for (size_t i = 0; i < json_object_array_length(dl); ++i) {
+            json_object* f = json_object_array_get_idx(dl, i);
+            part = part ||
+                   (str(f, "file") == rig.sha_of(v117) + ".part" && opamp::num(f, "bytes") > 0);
+        }
+        CHECK_MESSAGE(part, s.out);
         CHECK(str(s.at({"volume", "current"}), "version") == "0.116.0");
         u.signal(SIGKILL);
         u.wait_exit(10s);
@@ -138,12 +149,19 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         // names the new version, its child not yet started).
         const std::string hold = rig.dir / "held";
         SpawnOptions held;
-        held.env = {{"MYRIARCH_FAULT", "update.starting.after:hold"}, {"MYRIARCH_FAULT_HOLD", hold}};
+        held.env = {{"MYRIARCH_FAULT", "update.starting.after:hold"},
+                    {"MYRIARCH_FAULT_HOLD", hold}};
+        const size_t before = rig.mark();  // taken first: the agent may connect at once
         Updater u(rig.config(), Launch::pid1, held);
-        rig.await_start(u, rig.mark());
+        rig.await_start(u, before);
         rig.offer({"0.117.0", v117});
         REQUIRE_MESSAGE(wait_until([&] { return exists(hold); }, 40s, 20ms), u.log());
+        const auto install_before = wired::snapshot(rig.install);
+        const auto state_before = wired::snapshot(rig.state);
         StatusRun s = status(rig, "critical");
+        // Nothing else moves while the updater is held: status changed nothing it read.
+        CHECK(wired::snapshot(rig.install) == install_before);
+        CHECK(wired::snapshot(rig.state) == state_before);
         CHECK_MESSAGE(s.exit_code == 0, s.err);
         CHECK(str(s.at({"state", "journal"}), "op") == "update");
         CHECK(str(s.at({"state", "journal"}), "phase") == "starting");
@@ -151,6 +169,10 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         CHECK(str(s.at({"volume", "current"}), "version") == "0.117.0");
         CHECK(str(s.at({"volume"}), "previous") == "0.116.0");
         CHECK(version_names(s) == std::vector<std::string>{"0.116.0", "0.117.0"});
+        RunResult text = run({updater_bin(), "status", "--config", rig.config()}, 20s);
+        CHECK_MESSAGE(text.out.find("in flight     update 0.116.0 -> 0.117.0, phase starting") !=
+                          std::string::npos,
+                      text.out);
         // Killed there: the journal stays for recovery, and status says so without PID 1.
         u.signal(SIGKILL);
         u.wait_exit(10s);
@@ -163,14 +185,31 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
     }
     {
         // Recovery puts 0.116.0 back; then 0.118.0 fails its health check and is rolled back.
+        const size_t before = rig.mark();
         Updater u(rig.config());
-        rig.await_start(u, rig.mark());
+        rig.await_start(u, before);
         StatusRun s = status(rig, "recovered");
         CHECK(str(s.at({"state", "lastAttempt"}), "outcome") == "interrupted");
         CHECK(str(s.at({"volume", "current"}), "version") == "0.116.0");
         Status st = final_status(rig, u, {"0.118.0", v118});
         CHECK(st.status == "InstallFailed");
-        REQUIRE(wait_until([&] { return !exists(rig.state + "/journal.json"); }, 20s, 50ms));
+        // The report goes out before the finish, which clears the journal, then writes
+        // last-attempt.json and packages.json: status is judged once they are all on disk.
+        REQUIRE(wait_until(
+            [&] {
+                return !exists(rig.state + "/journal.json") &&
+                       read_file(rig.state + "/last-attempt.json").find("rolled-back") !=
+                           std::string::npos &&
+                       read_file(rig.state + "/packages.json").find("0.118.0") != std::string::npos;
+            },
+            20s, 50ms));
+        RunResult text = run({updater_bin(), "status", "--config", rig.config()}, 20s);
+        CHECK_MESSAGE(text.out.find("last offer    otelcol-contrib 0.118.0: install-failed: ") !=
+                          std::string::npos,
+                      text.out << read_file(rig.state + "/packages.json"));
+        CHECK_MESSAGE(
+            text.out.find("quarantined   package " + rig.sha_of(v118)) != std::string::npos,
+            text.out);
         s = status(rig, "rolled-back");
         CHECK_MESSAGE(s.exit_code == 0, s.err);
         json_object* a = s.at({"state", "lastAttempt"});
@@ -201,13 +240,13 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
         CHECK(str(s.at({"volume", "current"}), "version") == "0.117.0");
 
         // The human form fits 100 columns and names the same facts.
-        RunResult text = run({updater_bin(), "status", "--config", rig.config()}, 20s);
+        text = run({updater_bin(), "status", "--config", rig.config()}, 20s);
         CHECK(text.exit_code == 0);
         std::istringstream lines(text.out);
         for (std::string l; std::getline(lines, l);) CHECK_MESSAGE(l.size() <= 100, l);
-        CHECK_MESSAGE(text.out.find("trial         0.117.0 (from 0.116.0) until ") !=
-                          std::string::npos,
-                      text.out);
+        CHECK_MESSAGE(
+            text.out.find("trial         0.117.0 (from 0.116.0) until ") != std::string::npos,
+            text.out);
         CHECK(u.stop() == 0);
     }
     CHECK(rig.storage_unchanged());
@@ -229,9 +268,9 @@ TEST_CASE("status: a missing volume and a hostile one are reported, no link is f
     REQUIRE(run({"mkdir", "-p", rig.install}).exit_code == 0);
     s = status(rig, "empty");
     CHECK(s.exit_code == 1);
-    CHECK_MESSAGE(str(s.at({"volume"}), "problem").find(rig.install + "/versions") !=
-                      std::string::npos,
-                  s.out);
+    CHECK_MESSAGE(
+        str(s.at({"volume"}), "problem").find(rig.install + "/versions") != std::string::npos,
+        s.out);
     CHECK(list_dir(rig.install).empty());
 
     // A volume with one good version, a symlink planted as a version directory (pointing at a
@@ -241,10 +280,11 @@ TEST_CASE("status: a missing volume and a hostile one are reported, no link is f
     REQUIRE(run({"mkdir", "-p", good, rig.state, rig.dir / "outside"}).exit_code == 0);
     REQUIRE(run({"cp", bin, good + "/otelcol-contrib"}).exit_code == 0);
     const std::string sha = wired::sha256_of(bin);
-    const std::string marker = "{\"version\":\"0.116.0\",\"binary\":\"otelcol-contrib\",\"sha256\":\"" +
-                               sha + "\",\"size\":" + std::to_string(read_file(bin).size()) +
-                               ",\"source\":\"image\",\"previousVersion\":\"\","
-                               "\"installedAt\":\"2026-12-01T00:00:00Z\"}\n";
+    const std::string marker =
+        "{\"version\":\"0.116.0\",\"binary\":\"otelcol-contrib\",\"sha256\":\"" + sha +
+        "\",\"size\":" + std::to_string(read_file(bin).size()) +
+        ",\"source\":\"image\",\"previousVersion\":\"\","
+        "\"installedAt\":\"2026-12-01T00:00:00Z\"}\n";
     write_file(good + "/install.json", marker);
     REQUIRE(run({"ln", "-s", "versions/0.116.0", rig.install + "/current"}).exit_code == 0);
     REQUIRE(run({"ln", "-s", rig.dir / "outside", rig.install + "/versions/0.200.0"}).exit_code ==
@@ -259,10 +299,16 @@ TEST_CASE("status: a missing volume and a hostile one are reported, no link is f
     CHECK_MESSAGE(str(json_object_array_get_idx(list, 1), "problem").find("install.json") !=
                       std::string::npos,
                   h.out);
-    CHECK_MESSAGE(str(json_object_array_get_idx(list, 2), "problem").find("symlink") !=
-                      std::string::npos,
-                  h.out);
+    CHECK_MESSAGE(
+        str(json_object_array_get_idx(list, 2), "problem").find("symlink") != std::string::npos,
+        h.out);
     CHECK(str(h.at({"volume", "current"}), "state") == "intact");
     CHECK(json_object_array_length(h.at({"problems"})) == 2);
     CHECK(list_dir(rig.dir / "outside").empty());
+    // The text form says the same, one PROBLEM line each, and exits 1 too.
+    RunResult text = run({updater_bin(), "status", "--config", rig.config()}, 20s);
+    CHECK(text.exit_code == 1);
+    CHECK_MESSAGE(text.out.find("PROBLEM       " + rig.install + "/versions/0.200.0: not intact") !=
+                      std::string::npos,
+                  text.out);
 }

@@ -205,10 +205,15 @@ TEST_CASE("lifecycle: a failed recovery or seed ends the start with exit 1; no s
     struct Case {
         Status Rig::*result;
         Trace start;
+        const char* reason;  // the termination message's
     };
     const Case cases[] = {
-        {&Rig::recover_result, {"recover"}},
-        {&Rig::seed_result, {"recover", "probe image", "seed"}},
+        {&Rig::recover_result,
+         {"recover"},
+         "start-up failed while recovering: volume /otel: read-only file system"},
+        {&Rig::seed_result,
+         {"recover", "probe image", "seed"},
+         "start-up failed while seeding: volume /otel: read-only file system"},
     };
     for (const Case& c : cases) {
         Rig rig;
@@ -220,6 +225,7 @@ TEST_CASE("lifecycle: a failed recovery or seed ends the start with exit 1; no s
         CHECK(rig.trace == want);
         CHECK(rig.finished == 1);
         CHECK(rig.life->exit_code() == 1);
+        CHECK(rig.life->exit_reason() == c.reason);
         CHECK(rig.sched.armed_timers() == 0);
     }
 }
@@ -231,6 +237,7 @@ TEST_CASE("lifecycle: TERM during start-up drops the step's late answer and exit
     rig.life->signal(SIGTERM);
     CHECK(rig.life->stage() == Stage::stopping);
     rig.check_finished_once(0);
+    CHECK(rig.life->exit_reason().empty());
     CHECK_FALSE(rig.traced("probe image"));
     CHECK_FALSE(rig.traced("service start"));
 }
@@ -290,6 +297,7 @@ TEST_CASE("lifecycle: a crash loop ends with exit 1, and a later TERM keeps that
     CHECK(rig.life->stage() == Stage::stopping);
     rig.life->signal(SIGTERM);
     rig.check_finished_once(1);
+    CHECK(rig.life->exit_reason() == "crash loop");
 }
 
 TEST_CASE("lifecycle: a crash loop inside the critical section is the installer's to roll back") {

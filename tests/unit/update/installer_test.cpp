@@ -121,6 +121,12 @@ struct Rig : FakeParts {
         service.held_start.clear();
     }
     const PackageReport& top() const { return inst->report().packages.at(0); }
+    // The attempt the last finish recorded (last-attempt.json); the case ends if there is none.
+    const Attempt& recorded() const {
+        REQUIRE(!volume.finishes.empty());
+        REQUIRE(volume.finishes.back().attempt.has_value());
+        return *volume.finishes.back().attempt;
+    }
     bool traced(const std::string& prefix) const {
         return std::any_of(trace.begin(), trace.end(),
                            [&](const std::string& t) { return t.rfind(prefix, 0) == 0; });
@@ -442,7 +448,7 @@ TEST_CASE("installer: verifying — digest and signature rules") {
         CHECK(rig.top().error.rfind("content hash mismatch: offered 6161", 0) == 0);
         CHECK_FALSE(rig.traced("stage:"));
         // A failure after the download is an attempt: the same offer is not tried again.
-        CHECK(rig.volume.finishes.back().attempt->outcome == Outcome::failed);
+        CHECK(rig.recorded().outcome == Outcome::failed);
     }
     SUBCASE("signature required but absent") {
         Settings s = settings();
@@ -1193,9 +1199,7 @@ TEST_CASE("installer: retries end with update.retryFor, recorded transient (not 
     // 5 s, 10 s, 20 s cut to what is left: the last try is at the end of the budget.
     CHECK(rig.fetcher.requests.size() >= 4);
     CHECK(rig.sched.now() - start >= 30s);
-    REQUIRE(!rig.volume.finishes.empty());
-    REQUIRE(rig.volume.finishes.back().attempt.has_value());
-    CHECK(rig.volume.finishes.back().attempt->transient);
+    CHECK(rig.recorded().transient);
 }
 
 TEST_CASE("installer: a deterministic download failure (a 404) is fetched once") {
@@ -1206,8 +1210,7 @@ TEST_CASE("installer: a deterministic download failure (a 404) is fetched once")
     CHECK(rig.fetcher.requests.size() == 1);
     CHECK(rig.top().code == Code::install_failed);
     CHECK(rig.top().error == "download: HTTP 404 Not Found (u)");
-    REQUIRE(rig.volume.finishes.back().attempt.has_value());
-    CHECK_FALSE(rig.volume.finishes.back().attempt->transient);
+    CHECK_FALSE(rig.recorded().transient);
 }
 
 TEST_CASE("installer: a cancel during the wait between retries fetches nothing more") {

@@ -144,3 +144,17 @@ TEST_CASE("status: a missing volume and state directory are errors that name the
     CHECK_FALSE(test::exists(tmp / "install"));
     CHECK_FALSE(test::exists(tmp / "state"));
 }
+
+TEST_CASE("status: a volume filled with entries gives a bounded answer") {
+    TempDir tmp;
+    test::run({"mkdir", "-p", tmp / "install/versions", tmp / "state"});
+    for (int i = 0; i < 100; ++i) {
+        const std::string d = tmp / ("install/versions/0." + std::to_string(i) + ".0");
+        REQUIRE(::mkdir(d.c_str(), 0755) == 0);
+    }
+    StatusView v = read_status(inputs(tmp));
+    CHECK(v.versions.size() == 64);
+    REQUIRE(v.problems.size() == 65);  // 64 not intact, and the count of the rest
+    CHECK_MESSAGE(v.problems[0].find("100 entries, the first 64 shown") != std::string::npos,
+                  v.problems[0]);
+}

@@ -132,6 +132,9 @@ TEST_CASE("trusted root: loads logs and CAs, keeps unusable keys, and closes val
     REQUIRE(r->certificate_authorities.size() == 1);
     CHECK(r->certificate_authorities[0].chain.size() == 2);
     CHECK(r->certificate_authorities[0].valid_for.contains(4000000000));
+    // The age `status` shows counts from the newest start: the CA's, not the older log key's.
+    CHECK(newest_validity_start(*r) == 1649880375);  // 2022-04-13T20:06:15Z
+    CHECK_FALSE(newest_validity_start(TrustedRoot{}));
 
     auto bad_media = parse_trusted_root(R"({"mediaType":"application/json"})");
     REQUIRE_FALSE(bad_media.ok());

@@ -38,8 +38,10 @@ app.kubernetes.io/component: {{ ternary "collector-container-mode" "collector" .
 {{- end }}
 
 {{/* repository:tag of one entry of .Values.images. */}}
+{{/* An image reference; an empty tag is the chart's appVersion (pass dict "image" … "root" $). */}}
 {{- define "myriarch-collector.image" -}}
-{{- printf "%s:%s" .repository (toString .tag) }}
+{{- $tag := toString (default "" .image.tag) }}
+{{- printf "%s:%s" .image.repository (ternary .root.Chart.AppVersion $tag (eq $tag "")) }}
 {{- end }}
 
 {{/*
