@@ -193,7 +193,11 @@ stop_pod() {
 
 start_pod "first start: nothing on the volume yet, so the image's collector 0.116.0 is activated" newest
 say "signals: HUP is forwarded to the supervisor"
-kill -HUP "$upd_pid"; sleep 1
+kill -HUP "$upd_pid"
+for _ in $(seq 100); do
+    grep -q "signal forwarded" "$pod/updater.log" && grep -qs HUP "$pod/supervisor-signals" && break
+    sleep 0.1
+done
 grep 'signal forwarded' "$pod/updater.log" | sed 's/^/    /'
 echo "  the supervisor recorded: $(tr '\n' ' ' < "$pod/supervisor-signals")"
 say "OpAMP: what the updater reported to the fleet server"
@@ -282,7 +286,7 @@ states() {  # version last: the installer's states for that offer, from its log,
     local seen=""
     for _ in $(seq 300); do
         seen=$(grep 'msg="update: state"' "$pod/updater.log" | grep -F "version=$1" |
-            grep -o ' state=[a-z-]*' | sed 's/ state=/ /' | tr -d '\n')
+            grep -o ' state=[a-z-]*' | sed 's/ state=/ /' | tr -d '\n') || true  # none yet
         [ "${seen##* }" = "$2" ] && break
         sleep 0.1
     done
