@@ -3,23 +3,48 @@
 # stand-ins, then plays what a pod does: the init containers put the updater and the image's
 # collector on a shared volume, `validate` checks the configuration, and the updater runs as PID 1
 # in a new PID namespace (as root) with the stand-in supervisor: seeding, probes, signals, shutdown.
-# Then the fleet server offers releases over OpAMP: a newer one is downloaded, verified, swapped,
-# checked and committed; one that fails its health check is rolled back.
+# Then the fleet server offers releases over OpAMP, signed under a private Sigstore test root: a
+# newer one is downloaded, verified, swapped, checked and committed; one whose archive was altered
+# after signing is refused before anything is swapped; one that fails its health check is rolled
+# back. Last, what an operator looks at: `status` and the /metrics of the probe listener.
 # Everything happens under one throw-away directory; nothing outside it is touched.
+#
+#   MYR_DEMO_UNSIGNED=1   run without the signer: unsigned releases, requireSignature: false
+#   MYR_DEMO_BUILD=DIR    take the binaries from an existing build directory instead of building
+#                         build/demo (the demo's own test, tests/integration/packaging/demo_test.sh)
+#   MYR_DEMO_INTEROP=DIR  where the npm signer is installed and run from (default tests/interop)
+#   MYR_DEMO_KEEP=1       keep the pod's directory
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" file || exit 1
+myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" || exit 1
+# The signer (@sigstore/sign, with @sigstore/mock standing in for Fulcio and Rekor) is installed
+# like the Debian packages. Without it the demo stops rather than quietly showing unsigned
+# installs: signature verification is what it is there to show.
+interop=${MYR_DEMO_INTEROP:-tests/interop}
+signing=true
+if [ -n "${MYR_DEMO_UNSIGNED:-}" ]; then
+    signing=false
+elif ! myr_need_interop "$interop"; then
+    echo "demo: the releases are signed by the npm signer of $interop (@sigstore/sign), which could" >&2
+    echo "      not be installed (see above). MYR_DEMO_UNSIGNED=1 runs the demo without signatures." >&2
+    exit 1
+fi
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
-say "build: static myriarch-updater and the stand-in supervisor and collector"
-dir=build/demo
-[ -d $dir ] || meson setup $dir -Dstatic=true -Dfault_injection=false -Dbuildtype=release >/dev/null
-ninja -C $dir myriarch-updater tests/fakes/fake-otelcol tests/fakes/fake-opampsupervisor \
-    tests/servers/opamp-test-server >/dev/null
-bin=$PWD/$dir/myriarch-updater
+if [ -n "${MYR_DEMO_BUILD:-}" ]; then
+    dir=$(cd "$MYR_DEMO_BUILD" && pwd)
+    say "binaries: myriarch-updater and the stand-ins from $dir"
+else
+    say "build: static myriarch-updater and the stand-in supervisor and collector"
+    dir=$PWD/build/demo
+    [ -d "$dir" ] || meson setup "$dir" -Dstatic=true -Dfault_injection=false -Dbuildtype=release >/dev/null
+    ninja -C "$dir" myriarch-updater tests/fakes/fake-otelcol tests/fakes/fake-opampsupervisor \
+        tests/servers/opamp-test-server >/dev/null
+fi
+bin=$dir/myriarch-updater
 file "$bin" | sed 's/, BuildID[^,]*//'
 "$bin" version
 
@@ -67,18 +92,16 @@ artifact_pid=$!
 upd_pid=""
 wait_pid=""
 cleanup() {
-    [ -n "$upd_pid" ] && kill -TERM "$upd_pid" 2>/dev/null
-    kill "$server_pid" "$artifact_pid" 2>/dev/null
-    wait 2>/dev/null
+    # A demo that stops half-way (set -e) may leave PID 1 running: TERM it by its host pid, or its
+    # unshare when the pid was not known yet, so that the `wait` below cannot hang.
+    if [ -n "$upd_pid" ]; then kill -TERM "$upd_pid" 2>/dev/null || true
+    elif [ -n "$wait_pid" ]; then kill -TERM "$wait_pid" 2>/dev/null || true; fi
+    kill "$server_pid" "$artifact_pid" 2>/dev/null || true
+    wait 2>/dev/null || true
 }
 trap cleanup EXIT
 for _ in $(seq 50); do [ -s "$pod/opamp.port" ] && [ -s "$pod/artifacts.port" ] && break; sleep 0.1; done
 artifacts_url=http://127.0.0.1:$(cat "$pod/artifacts.port")/artifacts
-# Signed releases need node and the npm signer under tests/interop (scripts/deps.sh installs
-# them): a private test root stands in for Sigstore's. Without them the demo says so and installs
-# unsigned releases with requireSignature: false.
-signing=false
-if node --version >/dev/null 2>&1 && [ -d tests/interop/node_modules/@sigstore/sign ]; then signing=true; fi
 # The identity the test signer's certificates carry (tests/interop/sigstore-make.mjs).
 sig_subject="https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0"
 sig_issuer="https://token.actions.githubusercontent.com"
@@ -93,7 +116,7 @@ server:
 update:
 $(if $signing; then printf '  requireSignature: true\n  trustedRootFile: %s\n  signerIdentity:\n    subject: "%s"\n    issuer: "%s"\n' \
     "$pod/sigstore/trusted_root.json" "$sig_subject" "$sig_issuer"
-  else printf '  requireSignature: false       # no node here to sign the demo releases\n'; fi)
+  else printf '  requireSignature: false       # MYR_DEMO_UNSIGNED: the releases are not signed\n'; fi)
   allowedDownloadPrefixes: ["$artifacts_url/"]
   startJitter: 0s               # one pod: no fleet to spread over the window
   healthTimeout: 6s
@@ -108,7 +131,7 @@ supervisor:
   storageDir: $pod/supervisor-storage
   healthUrl: ""                  # the stand-in supervisor serves none here
 container:
-  supervisorCommand: ["$PWD/$dir/tests/fakes/fake-opampsupervisor",
+  supervisorCommand: ["$dir/tests/fakes/fake-opampsupervisor",
     "--agent", "$pod/binaries/collector/current/otelcol-contrib",
     "--storage-dir", "$pod/supervisor-storage", "--signals-file", "$pod/supervisor-signals"]
   seedBinary: $pod/shared/otelcol-contrib
@@ -133,7 +156,9 @@ start_pod() {  # title, seedPolicy
         unshare --pid --fork --mount-proc "$pod/shared/myriarch-updater" container \
             --config "$pod/etc/updater.yaml" >"$pod/updater.log" 2>&1 &
         wait_pid=$!
-        for _ in $(seq 50); do upd_pid=$(pgrep -P "$wait_pid" | head -1); [ -n "$upd_pid" ] && break; sleep 0.1; done
+        # pgrep fails until unshare has forked: not an error (set -e, pipefail).
+        for _ in $(seq 50); do upd_pid=$(pgrep -P "$wait_pid" | head -1) || true; [ -n "$upd_pid" ] && break; sleep 0.1; done
+        [ -n "$upd_pid" ] || { echo "DEMO FAILED: unshare started no updater"; exit 1; }
         echo "(PID 1 in a new PID namespace; host pid $upd_pid)"
     else
         echo "(not root: running as a child subreaper instead of PID 1)"
@@ -161,13 +186,18 @@ stop_pod() {
     local rc=0
     wait "$wait_pid" || rc=$?   # unshare passes on the exit status of its child, our PID 1
     upd_pid=""
+    wait_pid=""
     grep -E 'shutdown|child exited|opamp agent stopped' "$pod/updater.log" | sed 's/^/    /'
     echo "  myriarch-updater exited with code $rc"
 }
 
 start_pod "first start: nothing on the volume yet, so the image's collector 0.116.0 is activated" newest
 say "signals: HUP is forwarded to the supervisor"
-kill -HUP "$upd_pid"; sleep 1
+kill -HUP "$upd_pid"
+for _ in $(seq 100); do
+    grep -q "signal forwarded" "$pod/updater.log" && grep -qs HUP "$pod/supervisor-signals" && break
+    sleep 0.1
+done
 grep 'signal forwarded' "$pod/updater.log" | sed 's/^/    /'
 echo "  the supervisor recorded: $(tr '\n' ' ' < "$pod/supervisor-signals")"
 say "OpAMP: what the updater reported to the fleet server"
@@ -251,10 +281,17 @@ expect_current() {  # version: fails the demo unless `current` names that versio
     now=$(readlink "$pod/binaries/collector/current")
     [ "$now" = "versions/$1" ] || { echo "DEMO FAILED: current is $now, expected versions/$1"; exit 1; }
 }
-states() {  # version: the installer's states for that offer, from its log
-    printf '  installer states:'
-    grep 'msg="update: state"' "$pod/updater.log" | grep -F "version=$1" | grep -o ' state=[a-z-]*' | sed 's/ state=/ /' | tr -d '\n'
-    echo
+states() {  # version last: the installer's states for that offer, from its log, once it is in
+    # state `last` (the final package status comes a moment before the installer settles)
+    local seen=""
+    for _ in $(seq 300); do
+        seen=$(grep 'msg="update: state"' "$pod/updater.log" | grep -F "version=$1" |
+            grep -o ' state=[a-z-]*' | sed 's/ state=/ /' | tr -d '\n') || true  # none yet
+        [ "${seen##* }" = "$2" ] && break
+        sleep 0.1
+    done
+    echo "  installer states:$seen"
+    [ "${seen##* }" = "$2" ] || { echo "DEMO FAILED: the installer did not reach $2 for $1"; exit 1; }
 }
 show_volume() {
     echo "  volume:"
@@ -266,15 +303,27 @@ show_volume() {
 }
 build_release 0.118.0 ok
 build_release 0.118.1 fail
+build_release 0.118.2 ok
 build_release 0.119.0 ok
 if $signing; then
     # A private test root stands in for Sigstore's public one: the releases are signed under it
     # by a real signer (@sigstore/sign) whose Fulcio and Rekor are answered in-process.
-    node tests/interop/sigstore-make.mjs "$pod/sigstore" "$pod"/artifacts/*.tar.gz >/dev/null
+    if ! node "$interop/sigstore-make.mjs" "$pod/sigstore" "$pod"/artifacts/*.tar.gz >"$pod/sign.log" 2>&1; then
+        echo "DEMO FAILED: $interop/sigstore-make.mjs could not sign the releases (node $(node --version)):"
+        tail -5 "$pod/sign.log"
+        exit 1
+    fi
     echo "signed under a private test root: $(ls "$pod/sigstore/signed" | tr '\n' ' ')"
+    # 0.118.2 is altered after it was signed, as on a compromised release server: one byte of its
+    # collector changes and the archive is rebuilt. Its offer carries the altered archive's
+    # SHA-256, so only the signature can catch it.
+    rel="$pod/releases/tree-0.118.2/otelcol-contrib"
+    printf '\x5a' | dd of="$rel" bs=1 seek=4096 conv=notrunc status=none
+    tar czf "$pod/artifacts/otelcol-contrib_0.118.2_linux.tar.gz" -C "$(dirname "$rel")" otelcol-contrib
+    echo "altered after signing: otelcol-contrib_0.118.2_linux.tar.gz (byte 4096 of its collector)"
 else
-    echo "NOTE: node or tests/interop/node_modules is missing: the releases are NOT signed and"
-    echo "      the config says requireSignature: false (bash scripts/deps.sh installs the signer)."
+    echo "NOTE: MYR_DEMO_UNSIGNED is set: the releases are NOT signed and the config says"
+    echo "      requireSignature: false."
 fi
 # The image's collector is the supervisor's version too: update.maxMinorSkew (1) keeps offers
 # within one minor version of it.
@@ -284,19 +333,46 @@ for _ in $(seq 100); do grep -q 'opamp connected' "$pod/updater.log" && break; s
 say "the server offers 0.118.0: download, $($signing && echo 'SHA-256 + Sigstore' || echo 'SHA-256 (unsigned)'), extract, preflight, swap, health check, commit"
 offer 0.118.0
 await_status 0.118.0 Installed
-states 0.118.0
+states 0.118.0 trial
+echo "  the updater's log of the verification:"
+grep -F 'version=0.118.0' "$pod/updater.log" | grep -E 'signature verified|unsigned' | sed 's/^/    /'
+if $signing; then
+    grep -q 'msg="update: signature verified" version=0.118.0' "$pod/updater.log" ||
+        { echo "DEMO FAILED: no signature verified for 0.118.0"; exit 1; }
+fi
 show_volume
 expect_current 0.118.0
+if $signing; then
+    say "the server offers 0.118.2, altered after it was signed: refused at verifying, nothing swapped"
+    offer 0.118.2
+    await_status 0.118.2 InstallFailed
+    states 0.118.2 idle
+    [ ! -e "$pod/binaries/collector/versions/0.118.2" ] ||
+        { echo "DEMO FAILED: versions/0.118.2 exists on the volume"; exit 1; }
+    echo "  versions/0.118.2: none on the volume; current -> $(readlink "$pod/binaries/collector/current")"
+    expect_current 0.118.0
+fi
 say "the server offers 0.118.1, whose health check fails: rolled back to 0.118.0"
 offer 0.118.1
 await_status 0.118.1 InstallFailed
-states 0.118.1
+states 0.118.1 idle
 show_volume
 expect_current 0.118.0
 say "the server offers 0.119.0, two minor versions from the image's 0.117.0: refused before any download"
 offer 0.119.0
 await_status 0.119.0 InstallFailed
+states 0.119.0 idle
 expect_current 0.118.0
+
+say "status: what the volume and the state directory hold (read-only, beside the running PID 1)"
+run "$pod/shared/myriarch-updater" status --config "$pod/etc/updater.yaml"
+say "metrics: GET /metrics on the probe listener (what Prometheus scrapes), the myriarch_ lines"
+echo "\$ curl -s http://127.0.0.1:$health_port/metrics | grep '^myriarch_'"
+curl -sf -m 2 "http://127.0.0.1:$health_port/metrics" > "$pod/metrics.txt" ||
+    { echo "DEMO FAILED: GET /metrics on 127.0.0.1:$health_port"; exit 1; }
+echo "  (left out: the histogram's buckets, and the rollback reasons and installer states at 0)"
+grep '^myriarch_' "$pod/metrics.txt" | grep -v '_bucket{' |
+    grep -Ev '^myriarch_(rollbacks_total|update_state)\{.*\} 0$' | sed 's/^/  /'
 stop_pod
 
 say "done: everything lived under $pod (removed now; set MYR_DEMO_KEEP=1 to keep it)"

@@ -19,7 +19,7 @@ MYR_BUILD_PKGS=(build-essential meson ninja-build pkg-config python3 libuv1-dev 
     libyaml-dev libjson-c-dev zlib1g-dev libarchive-dev libzstd-dev libprotobuf-c-dev
     protobuf-c-compiler doctest-dev node-llhttp)
 MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps e2fsprogs xz-utils zstd
-    python3-jsonschema)
+    python3-jsonschema file)
 MYR_FUZZ_PKGS=(clang libclang-rt-14-dev)
 # The Prometheus the tests run (tests/support/prometheus.hpp) and promtool (check metrics, the
 # alerting rules of packaging/prometheus): a list of its own so that the demo does not install it.
@@ -52,6 +52,30 @@ myr_need_arm64() {
 myr_need_node() {
     command -v node >/dev/null && command -v npm >/dev/null && return 0
     myr_need_pkgs nodejs npm
+}
+
+# The npm peers of tests/interop (dir, default tests/interop under the current directory): the
+# Sigstore signer the demo signs its releases with, and the peers of the interop and cross-check
+# tests. A stamp in node_modules holds the hash of the package.json it was installed from, so
+# that an unchanged install costs no npm run; npm's own cache (~/.npm) makes a reinstall cheap.
+# Fails, saying why, when npm cannot install them.
+myr_need_interop() {
+    local dir=${1:-tests/interop}
+    myr_need_node || return 1
+    local want stamp=$dir/node_modules/.myriarch-package.sha256
+    want=$(sha256sum "$dir/package.json" | cut -c1-64) || return 1
+    [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && return 0
+    echo "installing the npm peers of $dir (npm install)" >&2
+    local log
+    log=$(mktemp) || return 1
+    if ! (cd "$dir" && npm install --no-audit --no-fund --loglevel=error) >"$log" 2>&1; then
+        echo "npm install in $dir failed:" >&2
+        tail -20 "$log" >&2
+        rm -f "$log"
+        return 1
+    fi
+    rm -f "$log"
+    echo "$want" > "$stamp"
 }
 
 # --- packaging (tests/integration/packaging, packaging/image/build.sh) ---------------------------------------

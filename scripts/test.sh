@@ -28,12 +28,8 @@ logs=()
 
 # Independent peers (npm) for the interop and Sigstore cross-check tests. A failed install is not
 # hidden: the tests that need the peers then report a skip (or fail, in strict mode).
-if [ -f tests/interop/package.json ]; then
-    if ! (cd tests/interop && npm install --no-audit --no-fund --loglevel=error >/tmp/myr-npm.log 2>&1); then
-        echo "npm install in tests/interop failed:" >&2
-        tail -20 /tmp/myr-npm.log >&2
-        [ "$strict" = 1 ] && logs+=("STAGE-FAILED:setup:npm install in tests/interop failed")
-    fi
+if ! myr_need_interop tests/interop; then
+    [ "$strict" = 1 ] && logs+=("STAGE-FAILED:setup:npm install in tests/interop failed")
 fi
 
 # Packaging suite (tests/integration/packaging): the pinned helm and the chart tests' npm
