@@ -63,8 +63,7 @@ std::string UpdaterConfig::yaml() const {
            field("maxRestarts", max_restarts ? std::to_string(*max_restarts) : "") +
            field("restartWindow", restart_window) +
            "  terminationMessagePath: " + quote(termination_message_path) + "\n" +
-           field("healthListen", quote(listen)) +
-           field("metrics", boolean(metrics));
+           field("healthListen", quote(listen)) + field("metrics", boolean(metrics));
 }
 
 std::string UpdaterConfig::write(const std::string& path) const {
