@@ -52,7 +52,8 @@ const char* to_string(Active::State s) {
     return "broken";
 }
 
-Result<Volume> Volume::open(const std::string& install_dir, const std::string& binary) {
+// The names checked, nothing opened yet: what open() and open_read_only() share.
+Result<Volume> Volume::unopened(const std::string& install_dir, const std::string& binary) {
     if (install_dir.empty() || install_dir[0] != '/') {
         return fail("install directory: " + install_dir + ": not an absolute path");
     }
@@ -60,32 +61,33 @@ Result<Volume> Volume::open(const std::string& install_dir, const std::string& b
     Volume v;
     v.path_ = install_dir;
     v.binary_ = binary;
+    return v;
+}
+
+Result<Volume> Volume::open(const std::string& install_dir, const std::string& binary) {
+    auto v = unopened(install_dir, binary);
+    if (!v) return v.fail();
     auto root = fsx::open_or_create_dir(install_dir);
     if (!root) return root.fail();
-    v.root_ = std::move(*root);
-    auto versions = ensure_dir(v.root_.get(), "versions", install_dir + "/versions");
+    v->root_ = std::move(*root);
+    auto versions = ensure_dir(v->root_.get(), "versions", install_dir + "/versions");
     if (!versions) return versions.fail();
-    v.versions_ = std::move(*versions);
-    auto staging = ensure_dir(v.root_.get(), ".staging", install_dir + "/.staging");
+    v->versions_ = std::move(*versions);
+    auto staging = ensure_dir(v->root_.get(), ".staging", install_dir + "/.staging");
     if (!staging) return staging.fail();
-    v.staging_ = std::move(*staging);
+    v->staging_ = std::move(*staging);
     return v;
 }
 
 Result<Volume> Volume::open_read_only(const std::string& install_dir, const std::string& binary) {
-    if (install_dir.empty() || install_dir[0] != '/') {
-        return fail("install directory: " + install_dir + ": not an absolute path");
-    }
-    if (!is_file_name(binary)) return fail("binary name: " + binary + ": not a file name");
-    Volume v;
-    v.path_ = install_dir;
-    v.binary_ = binary;
+    auto v = unopened(install_dir, binary);
+    if (!v) return v.fail();
     auto root = fsx::open_dir(install_dir);
     if (!root) return root.fail("open " + install_dir);
-    v.root_ = std::move(*root);
-    auto versions = fsx::open_dir_at(v.root_.get(), "versions");
+    v->root_ = std::move(*root);
+    auto versions = fsx::open_dir_at(v->root_.get(), "versions");
     if (!versions) return versions.fail("open " + install_dir + "/versions");
-    v.versions_ = std::move(*versions);
+    v->versions_ = std::move(*versions);
     return v;
 }
 

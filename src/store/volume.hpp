@@ -40,6 +40,9 @@ class Volume {
     int staging_fd() const { return staging_.get(); }
 
   private:
+    [[nodiscard]] static Result<Volume> unopened(const std::string& install_dir,
+                                                 const std::string& binary);
+
     std::string path_, binary_;
     UniqueFd root_, versions_, staging_;
 };

@@ -13,6 +13,7 @@
 set -eu
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/tests/bench/updater_yaml.sh"
 build=$(cd "${1:-$here/build}" && pwd)
 bin=$build/myriarch-updater
 bench=$build/tests/bench/metrics_bench
@@ -34,21 +35,7 @@ trap cleanup EXIT INT TERM
 echo "== 1. render on the loop: $bench $dir ${RENDERS:-1000}"
 "$bench" "$dir" "${RENDERS:-1000}"
 
-cat > "$dir/updater.yaml" <<YAML
-server:
-  endpoint: ws://127.0.0.1:1/v1/opamp
-update:
-  requireSignature: false
-collector:
-  installDir: $dir/install
-  stateDir: $dir/state
-log:
-  level: warn
-container:
-  supervisorCommand: ["/bin/sleep", "3600"]
-  seedBinary: $seed
-  healthListen: "127.0.0.1:$port"
-YAML
+bench_idle_updater_yaml "$dir" "$seed" "$port"
 
 "$bin" container --config "$dir/updater.yaml" 2>"$dir/updater.log" &
 pid=$!

@@ -10,6 +10,7 @@
 set -eu
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/tests/bench/updater_yaml.sh"
 bin=${1:-$here/build/static/myriarch-updater}
 duration=${DURATION:-10s}
 conns=${CONNECTIONS:-32}
@@ -26,21 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-cat > "$dir/updater.yaml" <<YAML
-server:
-  endpoint: ws://127.0.0.1:1/v1/opamp
-update:
-  requireSignature: false
-collector:
-  installDir: $dir/install
-  stateDir: $dir/state
-log:
-  level: warn
-container:
-  supervisorCommand: ["/bin/sleep", "3600"]
-  seedBinary: /bin/true
-  healthListen: "127.0.0.1:$port"
-YAML
+bench_idle_updater_yaml "$dir" "/bin/true" "$port"
 
 "$bin" container --config "$dir/updater.yaml" 2>"$dir/updater.log" &
 pid=$!
