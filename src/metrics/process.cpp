@@ -81,16 +81,34 @@ ProcessReader::ProcessReader() {
 ProcessStats ProcessReader::read() const {
     ProcessStats p;
     char buf[1024];
+    // The start time from /proc/self/stat; CPU and memory from getrusage and /proc/self/statm,
+    // which give the same figures and, unlike stat's fields, are true under qemu-user too (it
+    // rewrites the guest's /proc/self/stat with zeros there).
     size_t n = read_small("/proc/self/stat", buf, sizeof buf);
     if (n > 0) {
-        std::string_view stat(buf, n);
-        auto utime = stat_field(stat, 14);
-        auto stime = stat_field(stat, 15);
-        if (utime && stime) p.cpu_seconds = (*utime + *stime) / ticks_per_second_;
-        auto start = stat_field(stat, 22);
+        auto start = stat_field(std::string_view(buf, n), 22);
         if (start && boot_time_) p.start_time_seconds = *boot_time_ + *start / ticks_per_second_;
-        p.virtual_bytes = stat_field(stat, 23);
-        if (auto rss = stat_field(stat, 24)) p.resident_bytes = *rss * page_size_;
+    }
+    rusage ru{};
+    if (::getrusage(RUSAGE_SELF, &ru) == 0) {
+        auto secs = [](const timeval& t) {
+            return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6;
+        };
+        p.cpu_seconds = secs(ru.ru_utime) + secs(ru.ru_stime);
+    }
+    n = read_small("/proc/self/statm", buf, sizeof buf);
+    if (n > 0) {
+        // "size resident shared text lib data dt", in pages.
+        double size = 0, resident = 0;
+        const char* end = buf + n;
+        auto r1 = std::from_chars(buf, end, size);
+        if (r1.ec == std::errc() && r1.ptr < end && *r1.ptr == ' ') {
+            auto r2 = std::from_chars(r1.ptr + 1, end, resident);
+            if (r2.ec == std::errc()) {
+                p.virtual_bytes = size * page_size_;
+                p.resident_bytes = resident * page_size_;
+            }
+        }
     }
     p.open_fds = open_fds();
     rlimit lim{};
