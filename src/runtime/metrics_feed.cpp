@@ -76,13 +76,7 @@ std::optional<double> trusted_root_since(const std::string& path) {
                   {{"error", root.error().message()}});
         return std::nullopt;
     }
-    std::optional<int64_t> newest;
-    auto note = [&newest](const verify::ValidFor& v) {
-        if (v.start) newest = std::max(newest.value_or(*v.start), *v.start);
-    };
-    for (const auto& ca : root->certificate_authorities) note(ca.valid_for);
-    for (const auto& k : root->tlogs) note(k.valid_for);
-    for (const auto& k : root->ctlogs) note(k.valid_for);
+    const std::optional<int64_t> newest = verify::newest_validity_start(*root);
     if (!newest) return std::nullopt;
     return static_cast<double>(*newest);
 }
