@@ -46,12 +46,8 @@ std::string source_dir() {
     return env_path("MYRIARCH_SOURCE_DIR");
 }
 
-std::string shared_dir() {
-    const char* v = std::getenv("MYRIARCH_SHARED_DIR");
-    if (!v) return "";
-    struct stat st;
-    if (::stat(v, &st) != 0 || !S_ISDIR(st.st_mode)) return "";
-    return v;
+std::string data_dir() {
+    return source_dir() + "/tests/data";
 }
 
 bool strict_mode() {

@@ -21,7 +21,7 @@ using Millis = std::chrono::milliseconds;
 std::string env_path(const char* name);  // fails the test when unset
 std::string updater_bin();               // $MYRIARCH_BIN
 std::string source_dir();                // $MYRIARCH_SOURCE_DIR
-std::string shared_dir();                // ../shared beside the project ("" when absent)
+std::string data_dir();                  // tests/data: public test material with its origin
 
 // A test case whose prerequisite this machine lacks calls MYR_SKIP(why) (or report_skip and
 // returns). It prints the marker line `MYR-SKIP<TAB><test case><TAB><why>`, which

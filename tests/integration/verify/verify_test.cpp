@@ -1,6 +1,6 @@
 // `myriarch-updater verify` through the real binary: fresh bundles made under a private root by a
 // real signer (tests/interop/sigstore-make.mjs), the reference verifier's verdicts on the same
-// cases, the public sigstore-conformance cases (when ../shared is present), hostile inputs and the
+// cases, the public sigstore-conformance cases (tests/data), hostile inputs and the
 // command-line contract.
 #include <dirent.h>
 #include <doctest/doctest.h>
@@ -167,15 +167,8 @@ TEST_CASE("verify: --subject-regexp matches the whole SAN, not a part of it") {
 }
 
 TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected result") {
-    std::string shared = shared_dir();
-    if (shared.empty()) {
-        MYR_SKIP("../shared (sigstore-conformance cases) is not present");
-    }
-    std::string base = shared + "/testdata/sigstore-conformance";
+    std::string base = data_dir() + "/sigstore-conformance";
     std::string cases_dir = base + "/bundle-verify";
-    if (!exists(cases_dir)) {
-        MYR_SKIP(cases_dir << " is not present");
-    }
     // Every case folder is named in exactly one of the three lists below, so a case that goes
     // missing, is renamed or newly appears fails this test with its name instead of changing the
     // count quietly.

@@ -1,6 +1,5 @@
-// verify_bundle() through the API the installer calls, on the public conformance material when
-// ../shared is present (the generated private-root cases run through the binary in
-// tests/integration/verify).
+// verify_bundle() through the API the installer calls, on the public conformance material in
+// tests/data (the generated private-root cases run through the binary in tests/integration/verify).
 #include "verify/sigstore.hpp"
 
 #include <doctest/doctest.h>
@@ -26,12 +25,7 @@ struct Conformance {
 };
 
 bool load(const std::string& case_name, Conformance& m) {
-    std::string shared = myr::test::shared_dir();
-    std::string base = shared + "/testdata/sigstore-conformance";
-    if (shared.empty() || !myr::test::exists(base)) {
-        myr::test::report_skip("../shared (sigstore-conformance cases) is not present");
-        return false;
-    }
+    std::string base = myr::test::data_dir() + "/sigstore-conformance";
     auto root = load_trusted_root(base + "/public-good-trusted-root.json");
     REQUIRE_MESSAGE(root.ok(), root.error().message());
     m.root = std::move(*root);
