@@ -52,10 +52,12 @@ const std::vector<Command>& commands() {
          cmd_validate},
         {"verify", "verify an artifact against a Sigstore bundle, offline",
          "Usage: myriarch-updater verify --artifact FILE --bundle FILE --trusted-root FILE\n"
-         "                               (--subject S | --subject-regexp R) --issuer I\n"
+         "                               ((--subject S | --subject-regexp R) --issuer I | --key "
+         "PEM)\n"
          "\n"
-         "Checks that FILE was signed by the given identity, using only the trusted root (no\n"
-         "network). Prints `verified: <subject> <issuer> <sha256>` and exits 0, or\n"
+         "Checks that FILE was signed by the given identity (or by the managed key in the PEM\n"
+         "file), using only the trusted root (no network). Prints `verified: <subject> <issuer>\n"
+         "<sha256>` (`verified: key sha256:<key hash> <sha256>` for a key) and exits 0, or\n"
          "`not verified: <step>: <reason>` and exits 1.\n",
          cmd_verify},
         {"forget", "lift the quarantine of a package that failed (works while PID 1 runs)",

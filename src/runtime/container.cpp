@@ -83,9 +83,13 @@ stage::ExtractLimits extract_limits(const config::Config& cfg) {
     return l;
 }
 
+// Field by field: Identity also holds a managed key, which updater.yaml does not offer.
 verify::Identity signer(const config::Config& cfg) {
-    return {cfg.update.signer_identity.subject, cfg.update.signer_identity.subject_regexp,
-            cfg.update.signer_identity.issuer};
+    verify::Identity id;
+    id.subject = cfg.update.signer_identity.subject;
+    id.subject_regexp = cfg.update.signer_identity.subject_regexp;
+    id.issuer = cfg.update.signer_identity.issuer;
+    return id;
 }
 
 }  // namespace

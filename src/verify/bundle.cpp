@@ -173,6 +173,9 @@ Result<Bundle> parse(std::string_view json) {
         if (auto s = parse_message_signature(ms, b); !s) return s.fail();
     } else if (dsse) {
         b.content = Content::dsse_envelope;
+        auto env = parse_envelope(dsse);
+        if (!env) return env.fail();
+        b.envelope = std::move(*env);
     } else {
         return fail("no messageSignature or dsseEnvelope");
     }

@@ -1,6 +1,6 @@
 // A Sigstore bundle (v0.1, v0.2, v0.3), parsed into plain data. Parsing checks shape only;
-// verify_bundle() checks meaning. Content and material kinds this build cannot verify (DSSE
-// envelopes, managed public keys) are recognised and named, so they fail with a clear reason.
+// verify_bundle() checks meaning. The content is a messageSignature or a DSSE envelope; the
+// material a Fulcio certificate (or chain) or a managed key's hint.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "verify/dsse.hpp"
 #include "verify/pbjson.hpp"
 
 namespace myr::verify {
@@ -27,7 +28,7 @@ struct InclusionProof {
 struct TlogEntry {
     int64_t log_index = 0;
     Bytes log_id;
-    std::string kind;     // "hashedrekord"
+    std::string kind;     // "hashedrekord", "dsse", "intoto"
     std::string version;  // "0.0.1" (Rekor v1); "0.0.2" is Rekor v2
     int64_t integrated_time = 0;
     Bytes signed_entry_timestamp;  // empty without an inclusionPromise
@@ -49,6 +50,7 @@ struct Bundle {
     std::string digest_algorithm;  // messageSignature.messageDigest.algorithm
     Bytes message_digest;
     Bytes signature;
+    Envelope envelope;  // when content == dsse_envelope
 };
 
 // Largest bundle accepted.

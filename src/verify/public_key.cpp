@@ -49,4 +49,10 @@ Status PublicKey::verify_message(const uint8_t* data, size_t len, const Bytes& s
     return {};
 }
 
+Status PublicKey::verify_sha256_digest(const uint8_t* digest, const Bytes& sig) const {
+    int r = mbedtls_pk_verify(pk_.get(), MBEDTLS_MD_SHA256, digest, 32, sig.data(), sig.size());
+    if (r != 0) return fail("signature does not verify: " + mbedtls_error_text(r));
+    return {};
+}
+
 }  // namespace myr::verify

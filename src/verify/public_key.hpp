@@ -19,6 +19,9 @@ class PublicKey {
     // Hashes `data` with the digest that goes with the key (SHA-384 for P-384 keys, else SHA-256)
     // and checks `sig` (DER ECDSA-Sig-Value for EC keys).
     [[nodiscard]] Status verify_message(const uint8_t* data, size_t len, const Bytes& sig) const;
+    // Checks `sig` over a SHA-256 digest computed by the caller (a messageSignature signs the
+    // artifact's digest, not its bytes).
+    [[nodiscard]] Status verify_sha256_digest(const uint8_t* digest, const Bytes& sig) const;
 
   private:
     struct Free {

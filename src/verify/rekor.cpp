@@ -1,7 +1,5 @@
 #include "verify/rekor.hpp"
 
-#include <mbedtls/x509_crt.h>
-
 #include <cstring>
 #include <string_view>
 
@@ -178,7 +176,7 @@ Result<std::string> body_string(json_object* obj, const char* key, const std::st
 }  // namespace
 
 Status check_hashedrekord_body(const TlogEntry& e, const Bundle& b, const Digest& artifact,
-                               const Bytes& leaf_der) {
+                               const Signer& signer) {
     std::string_view text(reinterpret_cast<const char*>(e.canonicalized_body.data()),
                           e.canonicalized_body.size());
     auto doc = parse_json(text, kMaxBundleBytes, 16);
@@ -219,16 +217,7 @@ Status check_hashedrekord_body(const TlogEntry& e, const Bundle& b, const Digest
     if (!pk) return pk.fail();
     auto pem = bytes_member(*pk, "content", "spec.signature.publicKey.content", true);
     if (!pem) return pem.fail();
-    pem->push_back(0);  // mbedTLS recognises PEM by its terminating NUL
-    mbedtls_x509_crt crt;
-    mbedtls_x509_crt_init(&crt);
-    int r = mbedtls_x509_crt_parse(&crt, pem->data(), pem->size());
-    bool same = r == 0 && crt.next == nullptr && crt.raw.len == leaf_der.size() &&
-                std::memcmp(crt.raw.p, leaf_der.data(), leaf_der.size()) == 0;
-    mbedtls_x509_crt_free(&crt);
-    if (r != 0) return fail("body certificate does not parse: " + mbedtls_error_text(r));
-    if (!same) return fail("body certificate != bundle leaf certificate");
-    return {};
+    return check_body_verifier(*pem, signer);
 }
 
 }  // namespace myr::verify

@@ -9,6 +9,7 @@
 #include "core/result.hpp"
 #include "hash/sha256.hpp"
 #include "verify/bundle.hpp"
+#include "verify/signer.hpp"
 #include "verify/trusted_root.hpp"
 
 namespace myr::verify {
@@ -30,9 +31,10 @@ namespace myr::verify {
 // tree size and root hash.
 [[nodiscard]] Status verify_checkpoint(const InclusionProof& proof, const LogKey& log);
 
-// hashedrekord 0.0.1: the body names the artifact digest, the bundle signature and the leaf.
+// hashedrekord 0.0.1: the body names the artifact digest, the bundle signature and the signer
+// (the leaf certificate, or the managed key).
 [[nodiscard]] Status check_hashedrekord_body(const TlogEntry& entry, const Bundle& bundle,
                                              const hash::Digest& artifact_sha256,
-                                             const Bytes& leaf_der);
+                                             const Signer& signer);
 
 }  // namespace myr::verify

@@ -5,9 +5,13 @@
 #include <optional>
 #include <regex>
 
+#include "core/hex.hpp"
 #include "verify/certificate.hpp"
+#include "verify/dsse.hpp"
+#include "verify/intoto.hpp"
 #include "verify/public_key.hpp"
 #include "verify/rekor.hpp"
+#include "verify/signer.hpp"
 
 namespace myr::verify {
 
@@ -29,6 +33,13 @@ struct Policy {
     std::optional<std::regex> re;
     static Result<Policy> make(const Identity& id) {
         Policy p;
+        if (!id.public_key.empty()) {
+            if (!id.subject.empty() || !id.subject_regexp.empty() || !id.issuer.empty()) {
+                return fail("give either a managed key or a certificate identity, not both");
+            }
+            if (auto key = PublicKey::from_spki(id.public_key); !key) return key.fail("key");
+            return p;
+        }
         if (id.subject.empty() == id.subject_regexp.empty()) {
             return fail("exactly one of subject and subjectRegexp must be given");
         }
@@ -52,27 +63,44 @@ struct Policy {
     }
 };
 
-// 0. Shape: what this build can verify.
-Status check_shape(const Bundle& b) {
-    if (b.content != Content::message_signature) {
-        return step("bundle", "DSSE envelopes are not supported by this build");
+// The tlog entry kinds that can log each content: Rekor v1 only (Rekor v2 is 0.0.2 of
+// hashedrekord and dsse; intoto's 0.0.2 is a Rekor v1 kind).
+Status check_entry_kind(const Bundle& b, const TlogEntry& entry) {
+    const std::string kv = entry.kind + "/" + entry.version;
+    const bool message = b.content == Content::message_signature;
+    if (message ? kv == "hashedrekord/0.0.1" : (kv == "dsse/0.0.1" || kv == "intoto/0.0.2")) {
+        return {};
     }
-    if (b.material != Material::certificate) {
-        return step("bundle", "managed-key (publicKey) bundles are not supported by this build");
+    if (entry.version == "0.0.2" && entry.kind != "intoto") {
+        return step("tlog entry", "Rekor v2 (" + kv + ") entries are not supported by this build");
     }
-    if (b.certificates.empty()) return step("bundle", "no certificate");
+    return step("tlog entry", "entry kind " + kv + " cannot log a " +
+                                  (message ? "messageSignature" : "DSSE envelope"));
+}
+
+// 0. Shape: what this build can verify, and the material the caller expects.
+Status check_shape(const Bundle& b, const Identity& identity) {
+    if (b.material == Material::public_key && identity.public_key.empty()) {
+        return step("bundle",
+                    "signed with a managed key (verificationMaterial.publicKey), but no key "
+                    "was given to verify it with");
+    }
+    if (b.material == Material::certificate && !identity.public_key.empty()) {
+        return step("bundle", "carries a certificate, but a managed key was given");
+    }
+    if (b.material == Material::certificate && b.certificates.empty()) {
+        return step("bundle", "no certificate");
+    }
+    if (b.content == Content::dsse_envelope && b.envelope.signatures.size() != 1) {
+        return step("bundle", "a DSSE envelope must carry exactly one signature, found " +
+                                  std::to_string(b.envelope.signatures.size()));
+    }
     if (b.tlog_entries.size() != 1) {
         return step("bundle", "expected exactly one tlog entry, found " +
                                   std::to_string(b.tlog_entries.size()));
     }
     const TlogEntry& entry = b.tlog_entries.front();
-    if (entry.version != "0.0.1") {
-        return step("tlog entry", "Rekor v2 (" + entry.kind + "/" + entry.version +
-                                      ") entries are not supported by this build");
-    }
-    if (entry.kind != "hashedrekord") {
-        return step("tlog entry", "entry kind " + entry.kind + " is not supported");
-    }
+    if (auto ok = check_entry_kind(b, entry); !ok) return ok.fail();
     if (b.version == BundleVersion::v0_1 && entry.signed_entry_timestamp.empty()) {
         return step("bundle", "a v0.1 bundle needs an inclusionPromise");
     }
@@ -129,30 +157,81 @@ Result<const CertificateAuthority*> issuing_authority(const TrustedRoot& root, c
     return step("certificate chain", chain_problem);
 }
 
+// 5a. A DSSE envelope names the artifact through its in-toto statement's subjects.
+Status check_statement(const Envelope& env, const ArtifactDigests& artifact) {
+    if (env.payload_type != kInTotoPayloadType) {
+        return step("artifact", "DSSE payloadType \"" + env.payload_type.substr(0, 100) +
+                                    "\" is not " + std::string(kInTotoPayloadType));
+    }
+    auto st = parse_statement(
+        std::string_view(reinterpret_cast<const char*>(env.payload.data()), env.payload.size()));
+    if (!st) return step("artifact", st.error());
+    const std::string sha256 = to_hex(artifact.sha256);
+    if (statement_names_digest(*st, "sha256", sha256)) return {};
+    std::string also;
+    if (!artifact.sha512.empty()) {
+        const std::string sha512 = hex::encode(artifact.sha512.data(), artifact.sha512.size());
+        if (statement_names_digest(*st, "sha512", sha512)) return {};
+        also = " or sha512 " + sha512;
+    }
+    return step("artifact", "no subject of the in-toto statement has sha256 " + sha256 + also);
+}
+
 // 5. The artifact and the log entry agree with the bundle.
-Status check_artifact(const Bundle& b, const TlogEntry& entry, const Digest& artifact_sha256) {
+Status check_artifact(const Bundle& b, const TlogEntry& entry, const ArtifactDigests& artifact,
+                      const Signer& signer) {
+    if (b.content == Content::dsse_envelope) {
+        if (auto ok = check_statement(b.envelope, artifact); !ok) return ok.fail();
+        if (auto ok = check_dsse_body(entry, b.envelope, signer); !ok) {
+            return step("tlog body", ok.error());
+        }
+        return {};
+    }
     if (b.digest_algorithm != "SHA2_256") {
         return step("artifact",
                     "messageDigest algorithm " + b.digest_algorithm + " is not SHA2_256");
     }
     if (b.message_digest.size() != 32 ||
-        std::memcmp(b.message_digest.data(), artifact_sha256.data(), 32) != 0) {
-        return step("artifact", "sha256 " + to_hex(artifact_sha256) + " != bundle messageDigest");
+        std::memcmp(b.message_digest.data(), artifact.sha256.data(), 32) != 0) {
+        return step("artifact", "sha256 " + to_hex(artifact.sha256) + " != bundle messageDigest");
     }
-    if (auto ok = check_hashedrekord_body(entry, b, artifact_sha256, b.certificates.front()); !ok) {
+    if (auto ok = check_hashedrekord_body(entry, b, artifact.sha256, signer); !ok) {
         return step("tlog body", ok.error());
     }
     return {};
 }
 
-// 6. The signature over the artifact digest, by the leaf key.
-Status check_signature(const Certificate& leaf, const Bundle& b, const Digest& artifact_sha256) {
-    mbedtls_pk_context* pk = const_cast<mbedtls_pk_context*>(&leaf.crt().pk);
-    int r = mbedtls_pk_verify(pk, MBEDTLS_MD_SHA256, artifact_sha256.data(), 32, b.signature.data(),
-                              b.signature.size());
-    if (r != 0)
-        return step("signature", "artifact signature does not verify: " + mbedtls_error_text(r));
+// 6. The signature by the signer's key: over the artifact digest for a messageSignature, over
+// PAE(payloadType, payload) for a DSSE envelope.
+Status check_signature(const Signer& signer, const Bundle& b, const Digest& artifact_sha256) {
+    auto key = signer_key(signer);
+    if (!key) return step("signature", key.error());
+    Status ok;
+    if (b.content == Content::dsse_envelope) {
+        Bytes message = pae(b.envelope.payload_type, b.envelope.payload);
+        ok = key->verify_message(message.data(), message.size(), b.envelope.signatures.front());
+        if (!ok) return step("signature", ok.error().context("DSSE envelope"));
+        return {};
+    }
+    ok = key->verify_sha256_digest(artifact_sha256.data(), b.signature);
+    if (!ok) return step("signature", ok.error().context("artifact"));
     return {};
+}
+
+// A managed key: the log entry gives the time and the binding; no chain, SCT or identity.
+Result<Verified> verify_with_key(const TrustedRoot& root, const Bundle& b,
+                                 const ArtifactDigests& artifact, const Identity& identity) {
+    const TlogEntry& entry = b.tlog_entries.front();
+    auto t = verified_time(root, b, entry);
+    if (!t) return t.fail();
+    const Signer signer{Signer::Kind::key, identity.public_key};
+    if (auto ok = check_artifact(b, entry, artifact, signer); !ok) return ok.fail();
+    if (auto ok = check_signature(signer, b, artifact.sha256); !ok) return ok.fail();
+    Verified v;
+    const std::string spki(identity.public_key.begin(), identity.public_key.end());
+    v.subject = "key sha256:" + to_hex(hash::sha256(spki));
+    v.integrated_time = *t;
+    return v;
 }
 
 // 7. Identity: one of the leaf's subjects matches the policy, and its OIDC issuer is the one given.
@@ -191,12 +270,20 @@ Result<Verified> verify_bundle(const TrustedRoot& root, std::string_view bundle_
     return verify_bundle(root, *bundle, artifact_sha256, identity);
 }
 
-// The steps, in this order, each refusing with its name (docs/sigstore.md).
 Result<Verified> verify_bundle(const TrustedRoot& root, const Bundle& b,
                                const Digest& artifact_sha256, const Identity& identity) {
+    ArtifactDigests artifact;
+    artifact.sha256 = artifact_sha256;
+    return verify_bundle(root, b, artifact, identity);
+}
+
+// The steps, in this order, each refusing with its name (docs/sigstore.md).
+Result<Verified> verify_bundle(const TrustedRoot& root, const Bundle& b,
+                               const ArtifactDigests& artifact, const Identity& identity) {
     auto policy = Policy::make(identity);
     if (!policy) return step("identity policy", policy.error());
-    if (auto ok = check_shape(b); !ok) return ok.fail();
+    if (auto ok = check_shape(b, identity); !ok) return ok.fail();
+    if (b.material == Material::public_key) return verify_with_key(root, b, artifact, identity);
     const TlogEntry& entry = b.tlog_entries.front();
     auto leaf = parse_chain(b);
     if (!leaf) return leaf.fail();
@@ -209,8 +296,9 @@ Result<Verified> verify_bundle(const TrustedRoot& root, const Bundle& b,
     if (auto ok = verify_embedded_scts(**leaf, (*ca)->chain.front(), root.ctlogs); !ok) {
         return step("SCT", ok.error());
     }
-    if (auto ok = check_artifact(b, entry, artifact_sha256); !ok) return ok.fail();
-    if (auto ok = check_signature(**leaf, b, artifact_sha256); !ok) return ok.fail();
+    const Signer signer{Signer::Kind::certificate, b.certificates.front()};
+    if (auto ok = check_artifact(b, entry, artifact, signer); !ok) return ok.fail();
+    if (auto ok = check_signature(signer, b, artifact.sha256); !ok) return ok.fail();
     Verified v;
     v.integrated_time = *t;
     if (auto ok = check_identity(**leaf, *policy, identity, v); !ok) return ok.fail();

@@ -2,9 +2,10 @@
 // share. The artifact is hashed once by the caller (sha256_file, streaming) and only its digest is
 // passed here; the bundle and trusted root are small documents.
 //
-// Supported: messageSignature bundles (v0.1, v0.2, v0.3) with a Fulcio certificate and one Rekor v1
-// hashedrekord/0.0.1 entry. Refused with a reason naming the missing feature: DSSE envelopes,
-// managed public keys, Rekor v2 entries, and RFC 3161 timestamps as the only time source.
+// Supported: messageSignature bundles (v0.1, v0.2, v0.3) and DSSE envelopes carrying an in-toto
+// Statement, signed by a Fulcio certificate or a managed key, with one Rekor v1 entry
+// (hashedrekord 0.0.1, dsse 0.0.1, intoto 0.0.2). Refused with a reason naming the missing
+// feature: Rekor v2 entries, and RFC 3161 timestamps as the only time source.
 #pragma once
 
 #include <cstdint>
@@ -19,16 +20,26 @@
 namespace myr::verify {
 
 // Who must have signed. Exactly one of `subject` (exact match) and `subject_regexp` (ECMAScript,
-// matched against the whole SAN) is set; `issuer` is compared exactly.
+// matched against the whole SAN) is set; `issuer` is compared exactly. Or, for a bundle signed
+// with a managed key, `public_key` (DER SubjectPublicKeyInfo) alone: then the bundle must carry
+// a publicKey hint and a signature by that key, and no certificate identity is checked.
 struct Identity {
     std::string subject;
     std::string subject_regexp;
     std::string issuer;
+    Bytes public_key;
+};
+
+// The artifact's digests. An in-toto subject may name the artifact by SHA-512 only (npm's
+// provenance does): a caller that has computed it passes it; empty means not computed.
+struct ArtifactDigests {
+    hash::Digest sha256{};
+    Bytes sha512;
 };
 
 struct Verified {
-    std::string subject;  // the SAN that matched
-    std::string issuer;
+    std::string subject;  // the SAN that matched; for a managed key "key sha256:<SPKI hash>"
+    std::string issuer;   // empty for a managed key
     int64_t integrated_time = 0;  // the verified signing time, Unix seconds
 };
 
@@ -40,6 +51,9 @@ struct Verified {
                                              const Identity& identity);
 [[nodiscard]] Result<Verified> verify_bundle(const TrustedRoot& root, const Bundle& bundle,
                                              const hash::Digest& artifact_sha256,
+                                             const Identity& identity);
+[[nodiscard]] Result<Verified> verify_bundle(const TrustedRoot& root, const Bundle& bundle,
+                                             const ArtifactDigests& artifact,
                                              const Identity& identity);
 
 }  // namespace myr::verify

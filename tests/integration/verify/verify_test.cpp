@@ -173,9 +173,23 @@ TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected r
     // missing, is renamed or newly appears fails this test with its name instead of changing the
     // count quietly.
     //
-    // The 26 Rekor v1 messageSignature cases of HOW-TO-USE.md, with the step each failure must
-    // name ("" = must verify).
+    // The 26 Rekor v1 messageSignature cases of HOW-TO-USE.md and 13 DSSE (in-toto) and
+    // managed-key cases (docs/sigstore.md), with the step each failure must name ("" = must
+    // verify).
     const std::map<std::string, std::string> in_scope = {
+        {"dsse-invalid-sig_fail", "tlog body: body signature != envelope signature"},
+        {"dsse-mismatch-envelope_fail", "tlog body:"},
+        {"dsse-mismatch-sig_fail", "tlog body: body signature != envelope signature"},
+        {"happy-path-intoto-in-dsse-v3", ""},
+        {"intoto-expired-certificate_fail", "certificate chain:"},
+        {"intoto-log-entry-mismatch_fail", "tlog body:"},
+        {"intoto-missing-inclusion-proof_fail", "bundle: a v0.2+ bundle needs an inclusionProof"},
+        {"intoto-set-outside-signing-cert-validity_fail", "certificate chain:"},
+        {"intoto-with-custom-trust-root", ""},
+        {"managed-key-and-trusted-root", ""},
+        {"managed-key-happy-path", ""},
+        {"managed-key-no-key_fail", "bundle: signed with a managed key"},
+        {"managed-key-wrong-key_fail", "identity policy: --key"},
         {"bundle-from-wrong-instance_fail", "tlog entry:"},
         {"bundle-invalid-base64-signature_fail", "bundle:"},
         {"bundle-malformed-json_fail", "bundle:"},
@@ -203,7 +217,7 @@ TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected r
         {"wrong-hashedrekord-entry_fail", "tlog body:"},
         {"wrong-material_fail", "artifact:"},
     };
-    REQUIRE(in_scope.size() == 26);
+    REQUIRE(in_scope.size() == 39);
     // A Rekor v1 messageSignature case that HOW-TO-USE.md does not list (newer upstream): run
     // too, held to the step named.
     const std::map<std::string, std::string> also_run = {
@@ -211,26 +225,12 @@ TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected r
          "bundle: verificationMaterial.x509CertificateChain"},
     };
     // Out of scope, each with the feature it needs that the updater does not verify. The first
-    // feature the bundle shows, in the order DSSE, managed key, Rekor v2, TSA, must be the one
-    // named, so a reason cannot go stale unnoticed.
-    const std::string dsse = "DSSE envelope", key = "managed key", rekor2 = "Rekor v2 entry",
-                      tsa = "RFC 3161 timestamp";
+    // feature the bundle shows, in the order Rekor v2, TSA, must be the one named, so a reason
+    // cannot go stale unnoticed. (intoto 0.0.2 is a Rekor v1 kind, not a Rekor v2 entry.)
+    const std::string rekor2 = "Rekor v2 entry", tsa = "RFC 3161 timestamp";
     const std::map<std::string, std::string> out_of_scope = {
         {"bundle-with-sct-with-extensions", rekor2},
-        {"dsse-invalid-sig_fail", dsse},
-        {"dsse-mismatch-envelope_fail", dsse},
-        {"dsse-mismatch-sig_fail", dsse},
-        {"happy-path-intoto-in-dsse-v3", dsse},
-        {"intoto-expired-certificate_fail", dsse},
-        {"intoto-log-entry-mismatch_fail", dsse},
-        {"intoto-missing-inclusion-proof_fail", dsse},
-        {"intoto-set-outside-signing-cert-validity_fail", dsse},
-        {"intoto-tsa-timestamp-outside-cert-validity_fail", dsse},
-        {"intoto-with-custom-trust-root", dsse},
-        {"managed-key-and-trusted-root", key},
-        {"managed-key-happy-path", key},
-        {"managed-key-no-key_fail", key},
-        {"managed-key-wrong-key_fail", key},
+        {"intoto-tsa-timestamp-outside-cert-validity_fail", tsa},
         {"rekor2-checkpoint-cosigned", rekor2},
         {"rekor2-checkpoint-missing-log-signature_fail", rekor2},
         {"rekor2-checkpoint-missing-origin_fail", rekor2},
@@ -241,10 +241,10 @@ TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected r
         {"rekor2-checkpoint-origin-not-first", rekor2},
         {"rekor2-checkpoint-two-sigs-cosigned", rekor2},
         {"rekor2-checkpoint-two-sigs-from-origin", rekor2},
-        {"rekor2-dsse-happy-path", dsse},
-        {"rekor2-dsse-invalid-sig_fail", dsse},
-        {"rekor2-dsse-mismatch-envelope_fail", dsse},
-        {"rekor2-dsse-mismatch-sig_fail", dsse},
+        {"rekor2-dsse-happy-path", rekor2},
+        {"rekor2-dsse-invalid-sig_fail", rekor2},
+        {"rekor2-dsse-mismatch-envelope_fail", rekor2},
+        {"rekor2-dsse-mismatch-sig_fail", rekor2},
         {"rekor2-happy-path", rekor2},
         {"rekor2-no-inclusion-proof_fail", rekor2},
         {"rekor2-no-timestamp_fail", rekor2},
@@ -261,9 +261,10 @@ TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected r
         {"trust-root-tsa-validity-end-inclusive", rekor2},
     };
     auto feature = [&](const std::string& bundle) -> std::string {
-        if (bundle.find("dsseEnvelope") != std::string::npos) return dsse;
-        if (bundle.find("\"publicKey\"") != std::string::npos) return key;
-        if (bundle.find("\"0.0.2\"") != std::string::npos) return rekor2;
+        if (bundle.find("\"0.0.2\"") != std::string::npos &&
+            bundle.find("\"intoto\"") == std::string::npos) {
+            return rekor2;
+        }
         if (bundle.find("rfc3161Timestamps") != std::string::npos) return tsa;
         return "";
     };
@@ -308,13 +309,21 @@ TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected r
             exists(dir + "/identity") ? trim(read_file(dir + "/identity")) : default_subject;
         std::string issuer =
             exists(dir + "/issuer") ? trim(read_file(dir + "/issuer")) : default_issuer;
-        RunResult r = verify(artifact, dir + "/bundle.sigstore.json", root, subject, issuer);
+        // A managed-key case gives its key (key.pub) in place of an identity.
+        const bool keyed = exists(dir + "/key.pub");
+        RunResult r = keyed
+                          ? run({updater_bin(), "verify", "--artifact", artifact, "--bundle",
+                                 dir + "/bundle.sigstore.json", "--trusted-root", root, "--key",
+                                 dir + "/key.pub"},
+                                60s)
+                          : verify(artifact, dir + "/bundle.sigstore.json", root, subject, issuer);
         const bool must_fail = name.size() > 5 && name.compare(name.size() - 5, 5, "_fail") == 0;
         REQUIRE_MESSAGE(must_fail == !step.empty(),
                         name << ": the list's expectation disagrees with the case's name");
         bool good;
         if (step.empty()) {
-            good = r.exit_code == 0 && starts_with(r.out, "verified: " + subject + " ");
+            good = r.exit_code == 0 &&
+                   starts_with(r.out, "verified: " + (keyed ? "key sha256:" : subject + " "));
         } else {
             good = r.exit_code == 1 && starts_with(r.out, "not verified: " + step);
         }
