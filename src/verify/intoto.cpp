@@ -48,7 +48,8 @@ Result<Statement> parse(std::string_view payload) {
     auto type = string_member(root, "_type", "_type", true);
     if (!type) return type.fail();
     if (*type != kStatementV01 && *type != kStatementV1) {
-        return fail("_type: \"" + type->substr(0, 100) + "\" is not an in-toto Statement v0.1 or v1");
+        return fail("_type: \"" + type->substr(0, 100) +
+                    "\" is not an in-toto Statement v0.1 or v1");
     }
     st.type = *type;
     auto pt = string_member(root, "predicateType", "predicateType", false);

@@ -77,11 +77,33 @@ TEST_CASE("bundle: v0.1/v0.2 keep the chain leaf first, v0.3 refuses a chain") {
     CHECK_FALSE(empty.ok());
 }
 
-TEST_CASE("bundle: DSSE and managed-key bundles are recognised, so they fail with a reason") {
-    auto dsse = parse_bundle(bundle_json("application/vnd.dev.sigstore.bundle.v0.3+json", kCert, "",
-                                         R"("dsseEnvelope":{"payload":"e30="})"));
+TEST_CASE("bundle: DSSE envelopes and managed-key bundles parse; a bad envelope names its field") {
+    const std::string v3 = "application/vnd.dev.sigstore.bundle.v0.3+json";
+    auto dsse = parse_bundle(bundle_json(v3, kCert, "",
+                                         R"("dsseEnvelope":{"payload":"e30=","payloadType":"t",)"
+                                         R"("signatures":[{"sig":"AQID","keyid":""}]})"));
     REQUIRE(dsse.ok());
     CHECK(dsse->content == Content::dsse_envelope);
+    CHECK(dsse->envelope.payload == Bytes{'{', '}'});
+    CHECK(dsse->envelope.payload_type == "t");
+    CHECK(dsse->envelope.signatures == std::vector<Bytes>{{1, 2, 3}});
+    auto refused = [&](const std::string& envelope, const std::string& why) {
+        auto b = parse_bundle(bundle_json(v3, kCert, "", R"("dsseEnvelope":)" + envelope));
+        REQUIRE_FALSE(b.ok());
+        CHECK_MESSAGE(b.error().message().find(why) != std::string::npos, b.error().message());
+    };
+    refused(R"({"payloadType":"t","signatures":[{"sig":"AQID"}]})",
+            "dsseEnvelope.payload: missing");
+    refused(R"({"payload":"e30=","signatures":[{"sig":"AQID"}]})", "payloadType: missing");
+    refused(R"({"payload":"e30=","payloadType":"t"})", "signatures: missing or empty");
+    refused(R"({"payload":"e30=","payloadType":"t","signatures":[1]})", "[0]: not an object");
+    refused(R"({"payload":"e3@=","payloadType":"t","signatures":[{"sig":"AQID"}]})",
+            "payload: invalid base64");
+    std::string nine;
+    for (int i = 0; i < 9; ++i) nine += std::string(i ? "," : "") + R"({"sig":"AQID"})";
+    refused(R"({"payload":"e30=","payloadType":"t","signatures":[)" + nine + "]}",
+            "more than the limit of 8");
+    refused("[]", "dsseEnvelope: not an object");
     auto key = parse_bundle(bundle_json("application/vnd.dev.sigstore.bundle.v0.3+json",
                                         R"("publicKey":{"hint":"x"})"));
     REQUIRE(key.ok());
