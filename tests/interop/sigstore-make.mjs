@@ -59,7 +59,9 @@ async function makeServices(rekorClock) {
   return { ca, ctlog, ctKeys, rekorKeys, tlog };
 }
 
-async function signWith(services, artifact, subject, issuer) {
+// `dsse`: sign an in-toto statement (a Buffer) as a DSSE envelope instead of a message signature,
+// logged as an `intoto` 0.0.2 entry (or `dsse` 0.0.1, rewritten by dsseBody below).
+async function signWith(services, artifact, subject, issuer, dsse = null) {
   nock.cleanAll();
   const fulcio = mock.fulcioHandler(services.ca);
   const rekor = mock.rekorHandler(services.tlog);
@@ -73,7 +75,12 @@ async function signWith(services, artifact, subject, issuer) {
     fulcioBaseURL: FULCIO_URL,
     identityProvider: { getToken: async () => token(subject, issuer) },
   });
-  const witness = new sign.RekorWitness({ rekorBaseURL: REKOR_URL });
+  const witness = new sign.RekorWitness({ rekorBaseURL: REKOR_URL, entryType: dsse?.entryType });
+  if (dsse) {
+    const builder = new sign.DSSEBundleBuilder({ signer, witnesses: [witness] });
+    const type = dsse.payloadType || 'application/vnd.in-toto+json';
+    return bundleToJSON(await builder.create({ data: artifact, type }));
+  }
   const builder = new sign.MessageSignatureBundleBuilder({ signer, witnesses: [witness] });
   const bundle = await builder.create({ data: artifact });
   return bundleToJSON(bundle);
@@ -165,6 +172,31 @@ function editBody(bundle, edit) {
   e.canonicalizedBody = b64(Buffer.from(JSON.stringify(body)));
 }
 
+// An in-toto Statement v1 naming one subject by the given digests ({ sha256: hex, ... }).
+function statement(digest) {
+  return Buffer.from(JSON.stringify({
+    _type: 'https://in-toto.io/Statement/v1',
+    subject: [{ name: 'otelcol-contrib.tar.gz', digest }],
+    predicateType: 'https://slsa.dev/provenance/v1',
+    predicate: { buildDefinition: { buildType: 'https://example.com/release/v1' } },
+  }));
+}
+
+// The mock log stores the proposed `dsse` entry as its body; Rekor stores another shape (hashes
+// of the envelope and payload, the signature and its verifier). Rewrite it so, then reseal.
+function dsseBody(bundle, rekorKeys) {
+  const env = bundle.dsseEnvelope;
+  editBody(bundle, (b) => {
+    const verifier = b.spec.proposedContent.verifiers[0];
+    delete b.spec.proposedContent;
+    b.spec.envelopeHash = { algorithm: 'sha256', value: sha256(JSON.stringify(env)).toString('hex') };
+    b.spec.payloadHash = {
+      algorithm: 'sha256', value: sha256(Buffer.from(env.payload, 'base64')).toString('hex') };
+    b.spec.signatures = [{ signature: env.signatures[0].sig, verifier }];
+  });
+  return reseal(bundle, rekorKeys);
+}
+
 function flipB64(s, at = 10) {
   const buf = Buffer.from(s, 'base64');
   buf[Math.min(at, buf.length - 1)] ^= 0x01;
@@ -242,6 +274,32 @@ async function main() {
   add('wrong-identity', clone(), 'identity:', {
     subject: 'https://github.com/example/release/.github/workflows/release.yml@refs/heads/main' });
   add('wrong-issuer', clone(), 'identity:', { issuer: 'https://accounts.google.com' });
+
+  // DSSE envelopes over an in-toto statement naming the artifact.
+  const sha = sha256(artifact).toString('hex');
+  const sha512 = crypto.createHash('sha512').update(artifact).digest('hex');
+  const dsse = (digest, opts = {}) =>
+    signWith(services, statement(digest), SUBJECT, ISSUER, { entryType: 'intoto', ...opts });
+  add('ok-dsse-intoto', await dsse({ sha256: sha }), 'ok');
+  add('ok-dsse', dsseBody(await dsse({ sha256: sha }, { entryType: 'dsse' }), services.rekorKeys), 'ok');
+  add('ok-dsse-sha512-subject', await dsse({ sha512 }), 'ok');
+  add('dsse-other-subject', await dsse({ sha256: sha256(other).toString('hex') }), 'artifact:');
+  add('dsse-other-payload-type', await dsse({ sha256: sha }, { payloadType: 'application/json' }),
+    'artifact:');
+  const dsseSig = await dsse({ sha256: sha });
+  dsseSig.dsseEnvelope.signatures[0].sig = flipB64(dsseSig.dsseEnvelope.signatures[0].sig, 20);
+  add('dsse-tampered-signature', dsseSig, 'tlog body:');
+  // The same signature in the log too: only the PAE signature check can tell.
+  const dsseSealed = JSON.parse(JSON.stringify(dsseSig));
+  editBody(dsseSealed, (b) => {
+    b.spec.content.envelope.signatures[0].sig = b64(dsseSealed.dsseEnvelope.signatures[0].sig);
+  });
+  add('dsse-tampered-signature-resealed', reseal(dsseSealed, services.rekorKeys), 'signature:');
+  const dssePayload = await dsse({ sha256: sha });
+  dssePayload.dsseEnvelope.payload = b64(statement({ sha256: sha, md5: 'ab' }));
+  add('dsse-tampered-payload', dssePayload, 'tlog body:');
+  add('dsse-wrong-identity', await dsse({ sha256: sha }), 'identity:', {
+    subject: 'https://github.com/example/release/.github/workflows/release.yml@refs/heads/main' });
 
   // A log that stamps the entry an hour after the ten-minute certificate expired.
   const late = await makeServices(new Date(Date.now() + 3600 * 1000));

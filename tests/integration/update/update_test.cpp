@@ -460,6 +460,26 @@ TEST_CASE("update: signed releases under a private test root") {
         expect_failure(rig, u, signed_offer("0.118.0", other, ok), "signature: ");
         CHECK(u.stop() == 0);
     }
+    SUBCASE("a DSSE envelope over the archive: its in-toto subject must name the archive") {
+        rig.configure(seed(rig), signing(true, kSignerSubject));
+        Updater u(rig.config());
+        rig.settle(u);
+        // Signed by the expected identity, but the statement names other bytes: refused before
+        // anything is staged (another version label, so the quarantine of this one does not
+        // stand in the way of the good offer below).
+        expect_failure(rig, u,
+                       signed_offer("0.117.1", good, sig + "/cases/dsse-other-subject/bundle.json"),
+                       "signature: artifact: no subject of the in-toto statement has sha256 " +
+                           rig.sha_of(good));
+        CHECK(!exists(rig.install + "/versions/0.117.1"));
+        size_t from = rig.mark();
+        rig.offer(signed_offer("0.117.0", good, sig + "/cases/ok-dsse/bundle.json"));
+        auto st = rig.wait_status("0.117.0", "", from);
+        REQUIRE_MESSAGE(st, rig.record() << "\nlog:\n" << u.log());
+        CHECK_MESSAGE(st->status == "Installed", st->error);
+        check_settled(rig, "0.117.0");
+        CHECK(u.stop() == 0);
+    }
     SUBCASE("an invalid signature fails even when none is required") {
         rig.configure(seed(rig), signing(false, kSignerSubject));
         Updater u(rig.config());
