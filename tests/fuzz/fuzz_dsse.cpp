@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "../support/conformance_identity.hpp"
 #include "verify/bundle.hpp"
 #include "verify/dsse.hpp"
 #include "verify/intoto.hpp"
@@ -31,15 +32,6 @@ constexpr std::string_view kManagedKey =
     "fwlMW+gIutNKVRaMyS4rQKvgngc5p8UbLj55pVHhIoAxi/SRgURZI0J3Xw==\n"
     "-----END PUBLIC KEY-----\n";
 
-Identity certificate_identity() {
-    Identity id;
-    id.subject =
-        "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/"
-        "workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
-    id.issuer = "https://token.actions.githubusercontent.com";
-    return id;
-}
-
 Identity key_identity() {
     Identity id;
     id.public_key = *public_key_der_from_pem(kManagedKey);
@@ -60,7 +52,8 @@ void check_envelope(const Bundle& b) {
         (void)ok;
     }
     static const Identity key = key_identity();
-    auto ok = check_dsse_body(b.tlog_entries.front(), env, Signer{Signer::Kind::key, key.public_key});
+    auto ok =
+        check_dsse_body(b.tlog_entries.front(), env, Signer{Signer::Kind::key, key.public_key});
     (void)ok;
 }
 
@@ -85,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         a.sha512.assign(64, 0xab);
         return a;
     }();
-    static const Identity cert = certificate_identity();
+    static const Identity cert = myr::test::conformance_identity();
     static const Identity key = key_identity();
     const Identity& id = bundle->material == Material::public_key ? key : cert;
     auto verified = verify_bundle(*root, *bundle, artifact, id);

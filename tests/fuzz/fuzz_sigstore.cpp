@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "../support/conformance_identity.hpp"
 #include "verify/bundle.hpp"
 #include "verify/rekor.hpp"
 #include "verify/sigstore.hpp"
@@ -92,15 +93,6 @@ const TrustedRoot& default_root() {
     return root;
 }
 
-Identity conformance_identity() {
-    Identity id;
-    id.subject =
-        "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/"
-        "workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
-    id.issuer = "https://token.actions.githubusercontent.com";
-    return id;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -108,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // sha256 of the conformance suite's a.txt.
     static const Digest artifact =
         *digest_from_hex("a0cfc71271d6e278e57cd332ff957c3f7043fdda354c4cbb190a30d56efa01bf");
-    static const Identity identity = conformance_identity();
+    static const Identity identity = myr::test::conformance_identity();
 
     size_t sep = input.find(kSeparator);
     std::string_view bundle_json = input.substr(0, sep);

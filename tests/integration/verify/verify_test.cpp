@@ -406,6 +406,18 @@ TEST_CASE("verify: command-line contract (usage errors exit 2, unreadable inputs
     CHECK(with({"--subject", "s", "--subject-regexp", "r", "--issuer", "i"}).exit_code == 2);
     CHECK(with({"--subject", "s", "--issuer", "i", "--bogus", "x"}).exit_code == 2);
     CHECK(run({bin, "verify", "--help"}, 60s).exit_code == 0);
+    // --key replaces the certificate identity; mixing them is a usage error.
+    write_file(tmp / "key.pem", "not a key");
+    CHECK(with({"--key", tmp / "key.pem", "--subject", "s"}).exit_code == 2);
+    CHECK(with({"--key", tmp / "key.pem", "--issuer", "i"}).exit_code == 2);
+    RunResult no_key = with({"--key", tmp / "nokey.pem"});
+    CHECK(no_key.exit_code == 1);
+    CHECK(no_key.err.find(tmp / "nokey.pem") != std::string::npos);
+    RunResult bad_key = with({"--key", tmp / "key.pem"});
+    CHECK(bad_key.exit_code == 1);
+    CHECK_MESSAGE(
+        starts_with(bad_key.out, "not verified: identity policy: --key " + tmp / "key.pem"),
+        bad_key.out);
 
     RunResult missing =
         run({bin, "verify", "--artifact", tmp / "nope", "--bundle", tmp / "bundle.json",

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "conformance_identity.hpp"
 #include "harness.hpp"
 #include "verify/intoto.hpp"
 #include "verify/sigstore.hpp"
@@ -16,10 +17,7 @@ using namespace myr::hash;
 
 namespace {
 
-const char* kBeacon =
-    "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/"
-    "workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
-const char* kActions = "https://token.actions.githubusercontent.com";
+using myr::test::kActions;
 
 std::string conformance() {
     return myr::test::data_dir() + "/sigstore-conformance";
@@ -43,8 +41,8 @@ Case load(const std::string& name) {
     auto b = parse_bundle(myr::test::read_file(dir + "/bundle.sigstore.json"));
     REQUIRE_MESSAGE(b.ok(), b.error().message());
     c.bundle = std::move(*b);
-    const std::string artifact = myr::test::exists(dir + "/artifact") ? dir + "/artifact"
-                                                                      : conformance() + "/a.txt";
+    const std::string artifact =
+        myr::test::exists(dir + "/artifact") ? dir + "/artifact" : conformance() + "/a.txt";
     auto d = sha256_file(artifact);
     REQUIRE(d.ok());
     c.artifact = *d;
@@ -52,10 +50,7 @@ Case load(const std::string& name) {
 }
 
 Identity beacon() {
-    Identity id;
-    id.subject = kBeacon;
-    id.issuer = kActions;
-    return id;
+    return myr::test::conformance_identity();
 }
 
 std::string refusal(const Case& c, const Identity& id = beacon()) {
@@ -79,8 +74,8 @@ TEST_CASE("dsse: PAE is the DSSEv1 encoding with decimal lengths") {
     CHECK(std::string(empty.begin(), empty.end()) == "DSSEv1 0  0 ");
     // Bytes that are not text pass through unchanged.
     Bytes bin = pae("t", Bytes{0, 0xff, ' '});
-    CHECK(bin == Bytes{'D', 'S', 'S', 'E', 'v', '1', ' ', '1', ' ', 't', ' ', '3', ' ', 0, 0xff,
-                       ' '});
+    CHECK(bin ==
+          Bytes{'D', 'S', 'S', 'E', 'v', '1', ' ', '1', ' ', 't', ' ', '3', ' ', 0, 0xff, ' '});
 }
 
 TEST_CASE("intoto: statements v0.1 and v1 parse; subjects are matched by algorithm and hex") {
@@ -123,7 +118,8 @@ TEST_CASE("intoto: hostile statements are refused naming the field") {
     refused("{" + v1 + R"(,"subject":[{"digest":{"sha256":1}}]})", "digest.sha256: not a string");
     refused("{" + v1 + R"(,"subject":[{"digest":{"sha256":"AB"}}]})", "not lower-case hex");
     refused("{" + v1 + R"(,"subject":[{"digest":{"sha256":""}}]})", "not lower-case hex");
-    refused("{" + v1 + R"(,"subject":[{"name":5,"digest":{"sha256":"00"}}]})", "name: not a string");
+    refused("{" + v1 + R"(,"subject":[{"name":5,"digest":{"sha256":"00"}}]})",
+            "name: not a string");
     std::string many;
     for (size_t i = 0; i <= kMaxStatementSubjects; ++i) {
         many += std::string(i ? "," : "") + R"({"digest":{"sha256":"00"}})";
@@ -240,7 +236,8 @@ TEST_CASE("managed key: the given key verifies; no key, another key or a certifi
     auto v = verify_bundle(c.root, c.bundle, c.artifact, key);
     REQUIRE_MESSAGE(v.ok(), v.error().message());
     // The key's hash is the bundle's publicKey hint (TLMsSD… in base64).
-    CHECK(v->subject == "key sha256:4cb32c4837c6dda8cfb1681efb3fef5f94ffce5b979e6bdb9139302c857af139");
+    CHECK(v->subject ==
+          "key sha256:4cb32c4837c6dda8cfb1681efb3fef5f94ffce5b979e6bdb9139302c857af139");
     CHECK(v->issuer.empty());
     CHECK(v->integrated_time > 0);
 

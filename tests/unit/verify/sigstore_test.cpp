@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "conformance_identity.hpp"
 #include "harness.hpp"
 
 using namespace myr::verify;
@@ -13,10 +14,8 @@ using namespace myr::hash;
 
 namespace {
 
-const char* kBeacon =
-    "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/"
-    "workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
-const char* kActions = "https://token.actions.githubusercontent.com";
+using myr::test::kActions;
+using myr::test::kBeacon;
 
 struct Conformance {
     TrustedRoot root;
