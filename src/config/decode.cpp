@@ -441,6 +441,7 @@ Decoder Schema::choice(E& out, std::vector<std::pair<const char*, E>> values) {
 
 void Schema::root(const Node& root) {
     Server& sv = cfg_.server;
+    Proxy& px = cfg_.network.proxy;
     Update& up = cfg_.update;
     Collector& co = cfg_.collector;
     Supervisor& su = cfg_.supervisor;
@@ -455,6 +456,19 @@ void Schema::root(const Node& root) {
             {"enrollmentTokenEnv", text(sv.enrollment_token_env)},
             {"hostName", text(sv.host_name)},
             {"heartbeatInterval", duration(sv.heartbeat_interval, true)},
+        };
+    };
+    auto proxy = [this, &px] {
+        return std::vector<Entry>{
+            {"url", text(px.url)},
+            {"noProxy", string_list(px.no_proxy, true)},
+            {"credentialsFile", text(px.credentials_file)},
+            {"credentialsEnv", text(px.credentials_env)},
+        };
+    };
+    auto network = [this, proxy] {
+        return std::vector<Entry>{
+            {"proxy", section_fn(proxy)},
         };
     };
     auto signer = [this, &up] {
@@ -543,6 +557,7 @@ void Schema::root(const Node& root) {
     mapping(root, "",
             {
                 {"server", section_fn(server)},
+                {"network", section_fn(network)},
                 {"update", section_fn(update)},
                 {"collector", section_fn(collector)},
                 {"supervisor", section_fn(supervisor)},
