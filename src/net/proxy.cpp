@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <mbedtls/base64.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -375,7 +376,8 @@ Result<std::optional<ConnectReply>> parse_connect_reply(std::string_view receive
                             std::to_string(kMaxConnectReplyHead) + " bytes");
             }
             // A head that cannot become an HTTP status line is refused without waiting for more.
-            if (rest.size() >= 5 && rest.substr(0, 5) != "HTTP/") {
+            const size_t n = std::min<size_t>(rest.size(), 5);
+            if (rest.substr(0, n) != std::string_view("HTTP/").substr(0, n)) {
                 return fail(
                     "proxy answered CONNECT with something that is not an HTTP/1.x status line");
             }
