@@ -69,7 +69,8 @@ Status route_through_proxy(StreamOptions& so, const Url& url, const ProxyPolicy*
                            bool tunnel) {
     if (policy == nullptr) return {};
     auto hop = policy->route(url);
-    if (!hop) return hop.fail(so.label);
+    // Unreadable credentials (a Secret not mounted yet) are retried like a refused connection.
+    if (!hop) return fail(Error(Errc::network, so.label + ": " + hop.error().message()));
     so.proxy = std::move(*hop);
     so.tunnel = tunnel;
     return {};
@@ -187,8 +188,6 @@ class Stream::Impl {
     bool ended_ = false;
     bool detached_ = false;
     bool shutting_down_ = false;
-    // A proxy's refusal keeps its own class (403 and 407 are not the link's fault).
-    bool proxy_refused_ = false;
     size_t pending_bytes_ = 0;
     std::string peer_;
 };
@@ -338,10 +337,10 @@ void Stream::Impl::on_proxy_reply(std::string_view bytes) {
     const std::string target = authority(opts_.host, opts_.port);
     if (r.status < 200 || r.status > 299) {
         // The body of a refusal (an HTML page) is not shown: the status says what happened.
-        // 403 and 407 are the proxy's policy and come again on a retry; 5xx is the link's.
-        proxy_refused_ = true;
-        const Errc code = r.status >= 500 ? Errc::network : Errc::invalid;
-        end(fail(code, opts_.label + ": proxy " + opts_.proxy->label + " refused CONNECT " + target +
+        // Errc::network like any failure to connect: a refusal (407 after a secret rotated, 403
+        // until the proxy's list is fixed) is the site's path, not the package's fault, so the
+        // installer tries again within update.retryFor rather than quarantining the release.
+        end(fail(opts_.label + ": proxy " + opts_.proxy->label + " refused CONNECT " + target +
                  ": " + std::to_string(r.status) + (r.reason.empty() ? "" : " " + r.reason)));
         return;
     }
@@ -507,7 +506,7 @@ void Stream::Impl::end(Status st) {
     if (ended_) return;
     // Everything a stream reports (resolving, connecting, TLS, reading, writing) is a network
     // failure; a system call's errno stays with it.
-    if (!st && st.error().code() != Errc::network && !proxy_refused_) {
+    if (!st && st.error().code() != Errc::network) {
         st = fail(Error(Errc::network, st.error().message(), st.error().sys_errno()));
     }
     ended_ = true;
