@@ -30,15 +30,8 @@ for c in /usr/sbin/squid node openssl python3 unshare; do
     command -v $c >/dev/null || { echo "proxy.sh: $c is not installed" >&2; exit 2; }
 done
 
-base=${BENCH_DIR:-}
-if [ -z "$base" ]; then base=$(mktemp -d /var/tmp/myr-proxy-bench-XXXXXX); fi
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    [ "${KEEP:-0}" = 1 ] || rm -rf "$base"
-}
-trap cleanup EXIT INT TERM
+. "$here/tests/bench/install_bench.sh"
+bench_workdir proxy-bench
 mkdir -p "$base/art" "$base/pki" "$base/squid"
 # squid's workers run as its own user: its directory, and the way to it, must let them in.
 chmod 755 "$base"; chmod 777 "$base/squid"
@@ -47,36 +40,11 @@ chmod 755 "$base"; chmod 777 "$base/squid"
 . "$here/tests/bench/updater_yaml.sh"
 loopback_ca "$base/pki"
 
-# The release: fake-otelcol grown to SIZE_MB by random bytes before its trailer (as install.sh).
-d=$base/rel; mkdir -p "$d"
-cp "$fake_otelcol" "$d/otelcol-contrib"
-have=$(stat -c %s "$d/otelcol-contrib")
-head -c $((size_mb * 1000000 - have)) /dev/urandom >> "$d/otelcol-contrib"
-printf '\n#MYRIARCH-FAKE version=0.117.0 health=ok\n' >> "$d/otelcol-contrib"
-chmod 755 "$d/otelcol-contrib"
-tar czf "$base/art/rel.tar.gz" -C "$d" otelcol-contrib
-rm -rf "$d"
-hex=$(sha256sum "$base/art/rel.tar.gz" | cut -d' ' -f1)
+hex=$(bench_release "$fake_otelcol" "$size_mb" 0.117.0 rel.tar.gz)
 node "$here/tests/interop/sigstore-make.mjs" "$base/sig" "$base/art/rel.tar.gz" > /dev/null
 subject="https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0"
-cp "$fake_otelcol" "$base/seed"
-printf '\n#MYRIARCH-FAKE version=0.116.0 health=ok\n' >> "$base/seed"
-chmod 755 "$base/seed"
-
-wait_file() { # file why: waits up to 20 s for a non-empty file
-    local i=0
-    while [ ! -s "$1" ]; do
-        i=$((i + 1)); [ $i -lt 200 ] || { echo "proxy.sh: $2" >&2; exit 1; }
-        sleep 0.1
-    done
-}
-
-python3 "$here/tests/servers/artifact_server.py" --dir "$base/art" --port-file "$base/aport" \
-    --tls-cert "$base/pki/server.pem" --tls-key "$base/pki/server.key" --chunk 1048576 \
-    > "$base/artifact.log" 2>&1 &
-pids+=($!)
-wait_file "$base/aport" "the artifact server did not start"
-prefix=https://127.0.0.1:$(cat "$base/aport")/artifacts/
+bench_seed "$fake_otelcol"
+bench_https_artifacts
 
 squid_port=$((30000 + RANDOM % 10000))
 cat > "$base/squid/squid.conf" <<EOF
@@ -101,38 +69,6 @@ done
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-# Seconds from the offer to Installed (one clock: the offer is written here), as install.sh.
-offer_and_wait() { # run_dir
-    python3 - "$1" <<'PY'
-import json, os, sys, time
-d = sys.argv[1]
-rec = os.path.join(d, "rec.jsonl")
-offset = os.path.getsize(rec)
-t0 = time.monotonic()
-with open(os.path.join(d, "cmds"), "a") as f:
-    f.write("release=%s\n" % os.path.join(d, "release.txt"))
-buf = ""
-while time.monotonic() - t0 < 600:
-    with open(rec) as f:
-        f.seek(offset)
-        chunk = f.read()
-    offset += len(chunk)
-    buf += chunk
-    *lines, buf = buf.split("\n")
-    for line in lines:
-        ps = json.loads(line).get("package_statuses") or {}
-        for p in ps.get("packages", []):
-            if p["status"] == "Installed" and p["agent_has_version"] == "0.117.0":
-                print("%.3f" % (time.monotonic() - t0))
-                sys.exit(0)
-            if p["status"] == "InstallFailed":
-                print("InstallFailed: " + p["error_message"], file=sys.stderr)
-                sys.exit(1)
-    time.sleep(0.005)
-print("no Installed within 600 s", file=sys.stderr)
-sys.exit(1)
-PY
-}
 
 # One install through a fresh updater; `proxy` = through squid (HTTPS_PROXY), `direct` = not.
 run_updater() { # proxy|direct
@@ -144,7 +80,7 @@ run_updater() { # proxy|direct
         > "$d/server.log" 2>&1 &
     local server_pid=$!
     pids+=($server_pid)
-    wait_file "$d/oport" "the OpAMP test server did not start"
+    bench_wait_file "$d/oport" "the OpAMP test server did not start"
     printf 'name=otelcol-contrib\nversion=0.117.0\nurl=%s%s\nsha256=%s\nsignature_file=%s\n' \
         "$prefix" rel.tar.gz "$hex" "$base/sig/signed/rel.tar.gz.json" > "$d/release.txt"
     bench_updater_yaml "$d" "wss://127.0.0.1:$(cat "$d/oport")/v1/opamp" "$prefix" "$base/seed" \
@@ -167,7 +103,7 @@ run_updater() { # proxy|direct
     pid1=$(cut -d' ' -f1 "/proc/$unshare_pid/task/$unshare_pid/children")
     pids+=("$pid1")
     local secs
-    secs=$(offer_and_wait "$d") || { echo "proxy.sh: the install failed; updater log:" >&2; grep -E 'update:|level=(warn|error)' "$d/up.log" | tail -5 >&2; exit 1; }
+    secs=$(bench_offer_and_wait "$d") || { echo "proxy.sh: the install failed; updater log:" >&2; grep -E 'update:|level=(warn|error)' "$d/up.log" | tail -5 >&2; exit 1; }
     kill -TERM "$pid1"
     wait "$unshare_pid" || true
     kill "$server_pid" 2>/dev/null || true

@@ -51,10 +51,37 @@ std::string hostport(int port) {
     return "127.0.0.1:" + std::to_string(port);
 }
 
-// Why a case cannot run here, "" when it can.
-std::string missing() {
-    if (std::string why = signer_unavailable(); !why.empty()) return why;
-    return squid_unavailable();
+// Whether a case can run here: root for a PID 1, the signer and squid (a skip is reported).
+bool runnable() {
+    if (!can_run_pid1()) return false;
+    std::string why = signer_unavailable();
+    if (why.empty()) why = squid_unavailable();
+    if (why.empty()) return true;
+    report_skip(why);
+    return false;
+}
+
+// Most cases: the rig, the signed 0.117.0, a squid anyone may use, and the updater configured to
+// require the signature (`tweak` adds to it).
+struct Site {
+    explicit Site(const std::function<void(UpdaterConfig&)>& tweak = {}) {
+        rig.configure(rig.release("0.116.0"), [&](UpdaterConfig& c) {
+            rel.require(c);
+            if (tweak) tweak(c);
+        });
+    }
+    Rig rig;
+    Signed rel{rig};
+    Squid squid{rig.dir / "squid", {}};
+};
+
+// Restarts the rig's artifact server on https with a test CA of its own; returns that CA.
+opamp::TlsMaterial serve_artifacts_over_tls(Rig& rig) {
+    opamp::TlsMaterial tls = opamp::TlsMaterial::make(rig.dir);
+    rig.artifact_server.reset();
+    ::unlink((rig.artifacts + "/port").c_str());
+    rig.artifact_server.emplace(rig.artifacts, tls.cert, tls.key);
+    return tls;
 }
 
 // Waits for a final status of `o` offered now and returns it.
@@ -69,12 +96,9 @@ Status install(Rig& rig, const Updater& u, const Offer& o, Millis t = 60s) {
 }  // namespace
 
 TEST_CASE("proxy: OpAMP over ws:// by CONNECT and a signed http:// download through squid") {
-    if (!can_run_pid1()) return;
-    if (std::string why = missing(); !why.empty()) MYR_SKIP(why);
-    Rig rig;
-    Signed rel(rig);
-    Squid squid(rig.dir / "squid", {});
-    rig.configure(rig.release("0.116.0"), [&](UpdaterConfig& c) { rel.require(c); });
+    if (!runnable()) return;
+    Site site;
+    auto& [rig, rel, squid] = site;
     Updater u(rig.config(), Launch::pid1,
               env({{"HTTP_PROXY", squid.url()}, {"HTTPS_PROXY", squid.url()}}));
     rig.settle(u);
@@ -94,18 +118,14 @@ TEST_CASE("proxy: OpAMP over ws:// by CONNECT and a signed http:// download thro
 }
 
 TEST_CASE("proxy: OpAMP over wss:// and a signed https:// download, both by CONNECT") {
-    if (!can_run_pid1()) return;
-    if (std::string why = missing(); !why.empty()) MYR_SKIP(why);
+    if (!runnable()) return;
     Rig rig;
     Signed rel(rig);
-    opamp::TlsMaterial tls = opamp::TlsMaterial::make(rig.dir);
     // The same rig, over TLS: the origin's certificate is checked through the tunnel.
+    opamp::TlsMaterial tls = serve_artifacts_over_tls(rig);
     rig.server.reset();
     rig.server.emplace(rig.dir, std::vector<std::string>{"--commands", rig.commands, "--tls-cert",
                                                          tls.cert, "--tls-key", tls.key});
-    rig.artifact_server.reset();
-    ::unlink((rig.artifacts + "/port").c_str());
-    rig.artifact_server.emplace(rig.artifacts, tls.cert, tls.key);
     Squid squid(rig.dir / "squid", {});
     rig.configure(rig.release("0.116.0"), [&](UpdaterConfig& c) {
         rel.require(c);
@@ -129,12 +149,9 @@ TEST_CASE("proxy: OpAMP over wss:// and a signed https:// download, both by CONN
 }
 
 TEST_CASE("proxy: NO_PROXY sends the download direct; squid never sees it") {
-    if (!can_run_pid1()) return;
-    if (std::string why = missing(); !why.empty()) MYR_SKIP(why);
-    Rig rig;
-    Signed rel(rig);
-    Squid squid(rig.dir / "squid", {});
-    rig.configure(rig.release("0.116.0"), [&](UpdaterConfig& c) { rel.require(c); });
+    if (!runnable()) return;
+    Site site;
+    auto& [rig, rel, squid] = site;
     const std::string artifact_port = std::to_string(rig.artifact_server->port());
     Updater u(rig.config(), Launch::pid1,
               env({{"http_proxy", squid.url()}, {"no_proxy", "example.com, 127.0.0.1:" + artifact_port}}));
@@ -151,14 +168,10 @@ TEST_CASE("proxy: NO_PROXY sends the download direct; squid never sees it") {
 }
 
 TEST_CASE("proxy: basic auth, right and wrong") {
-    if (!can_run_pid1()) return;
-    if (std::string why = missing(); !why.empty()) MYR_SKIP(why);
+    if (!runnable()) return;
     Rig rig;
     Signed rel(rig);
-    opamp::TlsMaterial tls = opamp::TlsMaterial::make(rig.dir);
-    rig.artifact_server.reset();
-    ::unlink((rig.artifacts + "/port").c_str());
-    rig.artifact_server.emplace(rig.artifacts, tls.cert, tls.key);
+    opamp::TlsMaterial tls = serve_artifacts_over_tls(rig);
     Squid squid(rig.dir / "squid", {"updater", "s3cret:pass", 0});
     const std::string creds = rig.dir / "proxy-credentials";
     rig.configure(rig.release("0.116.0"), [&](UpdaterConfig& c) {
@@ -203,8 +216,7 @@ TEST_CASE("proxy: basic auth, right and wrong") {
 }
 
 TEST_CASE("proxy: squid killed mid-download; the download resumes through the restarted one") {
-    if (!can_run_pid1()) return;
-    if (std::string why = missing(); !why.empty()) MYR_SKIP(why);
+    if (!runnable()) return;
     Rig rig;
     // 8 MiB at 2 MB/s: seconds in flight, long enough to kill the proxy halfway.
     const std::string big = rig.tar_gz_padded(rig.release("0.117.0"), "big.tar.gz", 8);
