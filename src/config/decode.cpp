@@ -33,6 +33,8 @@ class Schema {
     void root(const Node& root);
 
   private:
+    // network: (proxy:), tables of their own to keep root() short.
+    std::function<std::vector<Entry>()> network_entries();
     // Walks a mapping against its table: unknown and duplicate keys are problems.
     void mapping(const Node& map, const std::string& path, const std::vector<Entry>& entries);
     // A section value: a mapping (walked), or empty (`log:` alone, all defaults).
@@ -439,25 +441,8 @@ Decoder Schema::choice(E& out, std::vector<std::pair<const char*, E>> values) {
     };
 }
 
-void Schema::root(const Node& root) {
-    Server& sv = cfg_.server;
+std::function<std::vector<Entry>()> Schema::network_entries() {
     Proxy& px = cfg_.network.proxy;
-    Update& up = cfg_.update;
-    Collector& co = cfg_.collector;
-    Supervisor& su = cfg_.supervisor;
-    Log& lg = cfg_.log;
-
-    auto server = [this, &sv] {
-        return std::vector<Entry>{
-            {"endpoint", url(sv.endpoint, {"ws", "wss"}, true)},
-            {"allowInsecureTransport", boolean(sv.allow_insecure_transport)},
-            {"caFile", text(sv.ca_file)},
-            {"enrollmentTokenFile", text(sv.enrollment_token_file)},
-            {"enrollmentTokenEnv", text(sv.enrollment_token_env)},
-            {"hostName", text(sv.host_name)},
-            {"heartbeatInterval", duration(sv.heartbeat_interval, true)},
-        };
-    };
     auto proxy = [this, &px] {
         return std::vector<Entry>{
             {"url", text(px.url)},
@@ -469,6 +454,28 @@ void Schema::root(const Node& root) {
     auto network = [this, proxy] {
         return std::vector<Entry>{
             {"proxy", section_fn(proxy)},
+        };
+    };
+    return network;
+}
+
+void Schema::root(const Node& root) {
+    Server& sv = cfg_.server;
+    Update& up = cfg_.update;
+    Collector& co = cfg_.collector;
+    Supervisor& su = cfg_.supervisor;
+    Log& lg = cfg_.log;
+    auto network = network_entries();
+
+    auto server = [this, &sv] {
+        return std::vector<Entry>{
+            {"endpoint", url(sv.endpoint, {"ws", "wss"}, true)},
+            {"allowInsecureTransport", boolean(sv.allow_insecure_transport)},
+            {"caFile", text(sv.ca_file)},
+            {"enrollmentTokenFile", text(sv.enrollment_token_file)},
+            {"enrollmentTokenEnv", text(sv.enrollment_token_env)},
+            {"hostName", text(sv.host_name)},
+            {"heartbeatInterval", duration(sv.heartbeat_interval, true)},
         };
     };
     auto signer = [this, &up] {

@@ -174,7 +174,7 @@ Result<ProxyUrl> parse_proxy_url(std::string_view text) {
         }
         if (scheme != "http") {
             return fail(Errc::invalid, "proxy URL: scheme \"" + text::single_line(scheme) +
-                                          "\" is not supported (only http://)");
+                                           "\" is not supported (only http://)");
         }
         s.remove_prefix(sep + 3);
     }
@@ -324,9 +324,8 @@ std::string ProxyPolicy::describe() const {
 }
 
 std::string authority(std::string_view host, uint16_t port) {
-    const std::string h = host.find(':') != std::string_view::npos
-                              ? "[" + std::string(host) + "]"
-                              : std::string(host);
+    const std::string h = host.find(':') != std::string_view::npos ? "[" + std::string(host) + "]"
+                                                                   : std::string(host);
     return h + ":" + std::to_string(port);
 }
 
@@ -352,7 +351,8 @@ Result<ConnectReply> parse_head(std::string_view head) {
     }
     ConnectReply r;
     r.status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
-    if (r.status < 100) return fail("proxy answered CONNECT with status " + std::to_string(r.status));
+    if (r.status < 100)
+        return fail("proxy answered CONNECT with status " + std::to_string(r.status));
     std::string reason;
     for (char c : line.size() > 13 ? line.substr(13) : std::string_view()) {
         if (reason.size() >= 64) break;

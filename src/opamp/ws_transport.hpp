@@ -18,7 +18,7 @@ struct WsTransportOptions {
     Url url;
     std::string ca_file;  // "" = the system store
     bool allow_insecure_transport = false;
-    size_t max_message = kMaxServerMessage;  // opamp/messages.hpp
+    size_t max_message = kMaxServerMessage;         // opamp/messages.hpp
     std::shared_ptr<const net::ProxyPolicy> proxy;  // null = direct
 };
 

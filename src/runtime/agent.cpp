@@ -4,13 +4,10 @@
 
 namespace myr::runtime {
 
-Result<std::unique_ptr<opamp::Agent>> make_agent(uv_loop_t* loop, loop::Scheduler& sched,
-                                                 const config::Config& cfg,
-                                                 const statedir::StateDir& state,
-                                                 std::string service_version,
-                                                 opamp::StatusProvider& status,
-                                                 opamp::PackageHandler& packages,
-                                                 std::shared_ptr<const net::ProxyPolicy> proxy) {
+Result<std::unique_ptr<opamp::Agent>> make_agent(
+    uv_loop_t* loop, loop::Scheduler& sched, const config::Config& cfg,
+    const statedir::StateDir& state, std::string service_version, opamp::StatusProvider& status,
+    opamp::PackageHandler& packages, std::shared_ptr<const net::ProxyPolicy> proxy) {
     if (!cfg.server.endpoint) return fail("opamp agent: server.endpoint is not set");
     opamp::AgentOptions o;
     o.state_dir = state;

@@ -274,8 +274,8 @@ service::CriticalSection* ContainerRuntime::start_installer() {
 
 // The updater's own OpAMP agent. Versions and health come from seeding and the child (status_).
 void ContainerRuntime::start_agent() {
-    auto agent =
-        make_agent(loop_.get(), sched_, cfg_, volume_->state, version_, status_, *packages_, proxy_);
+    auto agent = make_agent(loop_.get(), sched_, cfg_, volume_->state, version_, status_,
+                            *packages_, proxy_);
     if (!agent) {
         // The collector keeps running without the fleet server: losing the connection must
         // never cost the site its telemetry.

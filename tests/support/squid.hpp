@@ -4,8 +4,8 @@
 // open to it.
 #pragma once
 
-#include <doctest/doctest.h>
 #include <arpa/inet.h>
+#include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -55,9 +55,9 @@ class Squid {
         for (std::string p = dir_; p.size() > 1; p = p.substr(0, p.rfind('/'))) {
             if (p.rfind("/tmp", 0) == 0 && p.size() > 4) ::chmod(p.c_str(), 0777);
         }
-        std::string conf = "http_port 127.0.0.1:" + std::to_string(port_) +
-                           "\npid_filename " + dir_ + "/squid.pid" +
-                           "\naccess_log stdio:" + access_log() + "\ncache_log " + dir_ +
+        std::string conf = "http_port 127.0.0.1:" + std::to_string(port_) + "\npid_filename " +
+                           dir_ + "/squid.pid" + "\naccess_log stdio:" + access_log() +
+                           "\ncache_log " + dir_ +
                            "/cache.log\ncache deny all\ncache_mem 8 MB\ncoredump_dir " + dir_ +
                            "\nshutdown_lifetime 0 seconds\nvisible_hostname squid-test\n"
                            "acl SSL_ports port 1-65535\n";

@@ -108,10 +108,11 @@ TEST_CASE("proxy: OpAMP over ws:// by CONNECT and a signed http:// download thro
     // The OpAMP connection is a tunnel (logged when it ends, so after the stop); the download
     // an absolute-form GET.
     CHECK(u.stop() == 0);
-    CHECK_MESSAGE(wait_until([&] {
-                      return !squid.log_lines("CONNECT " + hostport(rig.server->port())).empty();
-                  }, 10s),
-                  read_file(squid.access_log()));
+    CHECK_MESSAGE(
+        wait_until(
+            [&] { return !squid.log_lines("CONNECT " + hostport(rig.server->port())).empty(); },
+            10s),
+        read_file(squid.access_log()));
     CHECK_MESSAGE(!squid.log_lines("GET " + rig.url_of(rel.file)).empty(),
                   read_file(squid.access_log()));
     CHECK(u.log().find("proxy for OpAMP and downloads") != std::string::npos);
@@ -154,15 +155,15 @@ TEST_CASE("proxy: NO_PROXY sends the download direct; squid never sees it") {
     auto& [rig, rel, squid] = site;
     const std::string artifact_port = std::to_string(rig.artifact_server->port());
     Updater u(rig.config(), Launch::pid1,
-              env({{"http_proxy", squid.url()}, {"no_proxy", "example.com, 127.0.0.1:" + artifact_port}}));
+              env({{"http_proxy", squid.url()},
+                   {"no_proxy", "example.com, 127.0.0.1:" + artifact_port}}));
     rig.settle(u);
     Status st = install(rig, u, rel.offer());
     CHECK_MESSAGE(st.status == "Installed", st.error);
     check_settled(rig, "0.117.0");
     CHECK(u.stop() == 0);
-    CHECK(wait_until([&] {
-        return !squid.log_lines("CONNECT " + hostport(rig.server->port())).empty();
-    }, 10s));
+    CHECK(wait_until(
+        [&] { return !squid.log_lines("CONNECT " + hostport(rig.server->port())).empty(); }, 10s));
     CHECK_MESSAGE(squid.log_lines(":" + artifact_port + "/").empty(),
                   read_file(squid.access_log()));
 }
@@ -191,8 +192,7 @@ TEST_CASE("proxy: basic auth, right and wrong") {
         Status st = install(rig, u, offer);
         CHECK(st.status == "InstallFailed");
         CHECK_MESSAGE(st.error.find("proxy http://127.0.0.1:" + std::to_string(squid.port()) +
-                                    " refused CONNECT " +
-                                    hostport(rig.artifact_server->port()) +
+                                    " refused CONNECT " + hostport(rig.artifact_server->port()) +
                                     ": 407 Proxy Authentication Required") != std::string::npos,
                       st.error);
         MESSAGE("status: " << st.error);
@@ -231,12 +231,14 @@ TEST_CASE("proxy: squid killed mid-download; the download resumes through the re
     Offer o = rel.offer(rig.url_of(big, "rate=2000000"));
     size_t from = rig.mark();
     rig.offer(o);
-    REQUIRE_MESSAGE(wait_until([&] {
-                        for (const Status& s : rig.statuses(from)) {
-                            if (s.percent && *s.percent >= 30) return true;
-                        }
-                        return false;
-                    }, 30s, 20ms),
+    REQUIRE_MESSAGE(wait_until(
+                        [&] {
+                            for (const Status& s : rig.statuses(from)) {
+                                if (s.percent && *s.percent >= 30) return true;
+                            }
+                            return false;
+                        },
+                        30s, 20ms),
                     rig.record());
     squid.kill();
     squid.start();

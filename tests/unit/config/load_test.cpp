@@ -812,8 +812,9 @@ TEST_CASE("config: network.proxy, its checks, and its password never rendered") 
                    "network.proxy.url", "https:// proxies are not supported");
     expect_problem(kIdentity + "network:\n  proxy:\n    url: socks5://proxy:1080\n",
                    "network.proxy.url", "must be an http:// URL");
-    expect_problem(kIdentity + "network:\n  proxy:\n    credentialsFile: /c\n"
-                   "    credentialsEnv: C\n",
+    expect_problem(kIdentity +
+                       "network:\n  proxy:\n    credentialsFile: /c\n"
+                       "    credentialsEnv: C\n",
                    "network.proxy.credentialsEnv", "at most one");
     expect_ok(kIdentity + "network:\n  proxy:\n    url: proxy.corp:3128\n");
 }

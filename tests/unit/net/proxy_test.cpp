@@ -151,8 +151,7 @@ TEST_CASE("proxy: URLs, credentials in them, and how they are shown") {
     s.no_proxy = {"a.example"};
     auto shown = ProxyPolicy::make(s, {});
     REQUIRE(shown);
-    CHECK((*shown)->describe() ==
-          "http://***@proxy:3128 (network.proxy.url), noProxy: a.example");
+    CHECK((*shown)->describe() == "http://***@proxy:3128 (network.proxy.url), noProxy: a.example");
     CHECK(ProxyPolicy::make({}, {}).value()->describe() == "direct");
 }
 
@@ -196,8 +195,7 @@ TEST_CASE("proxy: the CONNECT request") {
           "CONNECT [fd00::1]:443 HTTP/1.1\r\nHost: [fd00::1]:443\r\n"
           "Proxy-Authorization: Basic eDp5\r\nUser-Agent: myriarch-updater\r\n\r\n");
     hop.authorization.clear();
-    CHECK(connect_request(hop, "a.example", 8443).find("Proxy-Authorization") ==
-          std::string::npos);
+    CHECK(connect_request(hop, "a.example", 8443).find("Proxy-Authorization") == std::string::npos);
 }
 
 TEST_CASE("proxy: the CONNECT reply parser against hostile answers") {
@@ -226,8 +224,9 @@ TEST_CASE("proxy: the CONNECT reply parser against hostile answers") {
     CHECK((*refused)->status == 407);
     CHECK((*refused)->reason == "Proxy Authentication Required");
     // Interim answers are skipped.
-    auto interim = parse("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Hints\r\nLink: x\r\n\r\n"
-                         "HTTP/1.0 200 OK\r\n\r\n");
+    auto interim = parse(
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Hints\r\nLink: x\r\n\r\n"
+        "HTTP/1.0 200 OK\r\n\r\n");
     REQUIRE(interim);
     REQUIRE(interim->has_value());
     CHECK((*interim)->status == 200);
