@@ -194,22 +194,42 @@ namespace {
 
 // A server on 127.0.0.1 that completes the upgrade, then sends pings without end and never reads
 // again: every pong the client queues stays queued.
+// A socket listening on 127.0.0.1 on a free port (written to `port`); `rcvbuf` > 0 sets its
+// receive buffer.
+int listen_loopback(uint16_t& port, int rcvbuf = 0) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(listen(fd, 1) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port = ntohs(a.sin_port);
+    return fd;
+}
+
+// What a client sent up to and with its blank line (less when it closed first).
+std::string read_head(int fd) {
+    std::string req;
+    char buf[4096];
+    while (req.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        req.append(buf, static_cast<size_t>(n));
+    }
+    return req;
+}
+
 class PingFlooder {
   public:
     // With `burst`, sends those bytes once after the upgrade instead of pings, then waits.
     explicit PingFlooder(std::string burst = "") : burst_(std::move(burst)) {
-        lfd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        REQUIRE(lfd_ >= 0);
-        int small = 4096;  // inherited by the accepted socket: the client's writes back up soon
-        setsockopt(lfd_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-        REQUIRE(listen(lfd_, 1) == 0);
-        socklen_t len = sizeof a;
-        REQUIRE(getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-        port_ = ntohs(a.sin_port);
+        // A small receive buffer, inherited by the accepted socket: the client's writes back up
+        // soon.
+        lfd_ = listen_loopback(port_, 4096);
         thread_ = std::thread([this] { run(); });
     }
     ~PingFlooder() {
@@ -225,15 +245,10 @@ class PingFlooder {
     void run() {
         const int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (fd < 0) return;
-        std::string req;
-        char buf[4096];
-        while (req.find("\r\n\r\n") == std::string::npos) {
-            const ssize_t n = read(fd, buf, sizeof buf);
-            if (n <= 0) {
-                close(fd);
-                return;
-            }
-            req.append(buf, static_cast<size_t>(n));
+        const std::string req = read_head(fd);
+        if (req.find("\r\n\r\n") == std::string::npos) {
+            close(fd);
+            return;
         }
         const size_t k = req.find("Sec-WebSocket-Key: ") + 19;
         const std::string key = req.substr(k, req.find("\r\n", k) - k);
@@ -333,16 +348,7 @@ namespace {
 class ScriptedProxy {
   public:
     explicit ScriptedProxy(std::string answer) : answer_(std::move(answer)) {
-        lfd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        REQUIRE(lfd_ >= 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-        REQUIRE(listen(lfd_, 1) == 0);
-        socklen_t len = sizeof a;
-        REQUIRE(getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-        port_ = ntohs(a.sin_port);
+        lfd_ = listen_loopback(port_);
         thread_ = std::thread([this] { run(); });
     }
     ~ScriptedProxy() {
@@ -369,13 +375,7 @@ class ScriptedProxy {
     void run() {
         const int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (fd < 0) return;
-        std::string req;
-        char buf[4096];
-        while (req.find("\r\n\r\n") == std::string::npos) {
-            const ssize_t n = read(fd, buf, sizeof buf);
-            if (n <= 0) break;
-            req.append(buf, static_cast<size_t>(n));
-        }
+        const std::string req = read_head(fd);
         {
             std::lock_guard<std::mutex> l(mu_);
             request_ = req;
