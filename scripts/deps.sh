@@ -20,6 +20,8 @@ MYR_BUILD_PKGS=(build-essential meson ninja-build pkg-config python3 libuv1-dev 
     protobuf-c-compiler doctest-dev node-llhttp)
 MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps e2fsprogs xz-utils zstd
     python3-jsonschema file)
+# The HTTP proxy the proxy tests start on loopback (integration-net-proxy, tests/bench/proxy.sh).
+MYR_TEST_PKGS+=(squid)
 MYR_FUZZ_PKGS=(clang libclang-rt-14-dev)
 # The Prometheus the tests run (tests/support/prometheus.hpp) and promtool (check metrics, the
 # alerting rules of packaging/prometheus): a list of its own so that the demo does not install it.

@@ -35,6 +35,21 @@ struct Server {
     friend bool operator==(const Server&, const Server&) = default;
 };
 
+// network.proxy: the HTTP proxy for OpAMP and downloads (docs/net.md, "Proxies"). An empty url
+// leaves the choice to the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY).
+struct Proxy {
+    std::string url;  // http://[user:password@]host:port; "" = from the environment
+    std::vector<std::string> no_proxy;
+    std::string credentials_file;  // "user:password"
+    std::string credentials_env;   // the name of a variable holding "user:password"
+    friend bool operator==(const Proxy&, const Proxy&) = default;
+};
+
+struct Network {
+    Proxy proxy;
+    friend bool operator==(const Network&, const Network&) = default;
+};
+
 struct SignerIdentity {
     std::string subject;
     std::string subject_regexp;
@@ -133,6 +148,7 @@ struct Log {
 struct Config {
     std::string path;  // the file it was loaded from
     Server server;
+    Network network;
     Update update;
     Collector collector;
     Supervisor supervisor;

@@ -33,6 +33,8 @@ class Schema {
     void root(const Node& root);
 
   private:
+    // network: (proxy:), tables of their own to keep root() short.
+    std::function<std::vector<Entry>()> network_entries();
     // Walks a mapping against its table: unknown and duplicate keys are problems.
     void mapping(const Node& map, const std::string& path, const std::vector<Entry>& entries);
     // A section value: a mapping (walked), or empty (`log:` alone, all defaults).
@@ -439,12 +441,31 @@ Decoder Schema::choice(E& out, std::vector<std::pair<const char*, E>> values) {
     };
 }
 
+std::function<std::vector<Entry>()> Schema::network_entries() {
+    Proxy& px = cfg_.network.proxy;
+    auto proxy = [this, &px] {
+        return std::vector<Entry>{
+            {"url", text(px.url)},
+            {"noProxy", string_list(px.no_proxy, true)},
+            {"credentialsFile", text(px.credentials_file)},
+            {"credentialsEnv", text(px.credentials_env)},
+        };
+    };
+    auto network = [this, proxy] {
+        return std::vector<Entry>{
+            {"proxy", section_fn(proxy)},
+        };
+    };
+    return network;
+}
+
 void Schema::root(const Node& root) {
     Server& sv = cfg_.server;
     Update& up = cfg_.update;
     Collector& co = cfg_.collector;
     Supervisor& su = cfg_.supervisor;
     Log& lg = cfg_.log;
+    auto network = network_entries();
 
     auto server = [this, &sv] {
         return std::vector<Entry>{
@@ -543,6 +564,7 @@ void Schema::root(const Node& root) {
     mapping(root, "",
             {
                 {"server", section_fn(server)},
+                {"network", section_fn(network)},
                 {"update", section_fn(update)},
                 {"collector", section_fn(collector)},
                 {"supervisor", section_fn(supervisor)},

@@ -80,6 +80,14 @@ std::string url_text(const std::optional<Url>& u) {
     return quote(u ? u->str() : "");
 }
 
+// A proxy URL with its user information (a password) shown as "***".
+std::string without_credentials(const std::string& url) {
+    const size_t start = url.find("://") == std::string::npos ? 0 : url.find("://") + 3;
+    const size_t at = url.rfind('@');
+    if (at == std::string::npos || at < start) return url;
+    return url.substr(0, start) + "***" + url.substr(at);
+}
+
 std::string list_text(const std::vector<std::string>& items) {
     std::string out = "[";
     for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + quote(items[i]);
@@ -136,6 +144,14 @@ std::string render_effective(const Config& cfg) {
     line(i1, "enrollmentTokenEnv", quote(s.enrollment_token_env));
     line(i1, "hostName", quote(s.host_name));
     line(i1, "heartbeatInterval", format_duration(s.heartbeat_interval));
+
+    const Proxy& px = cfg.network.proxy;
+    o += "\nnetwork:\n";
+    o += i1 + "proxy:\n";
+    line(i2, "url", quote(without_credentials(px.url)));
+    line(i2, "noProxy", list_text(px.no_proxy));
+    line(i2, "credentialsFile", quote(px.credentials_file));
+    line(i2, "credentialsEnv", quote(px.credentials_env));
 
     const Update& u = cfg.update;
     o += "\nupdate:\n";

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/loader.hpp"
+#include "core/text.hpp"
 
 namespace myr::config {
 
@@ -137,6 +138,26 @@ void check_server(const Config& cfg, Context& ctx) {
     }
 }
 
+// The proxy URL's full check (net::parse_proxy_url) runs when the updater starts; here what can
+// be seen without it, so `validate` names the usual mistakes.
+void check_network(const Config& cfg, Context& ctx) {
+    const Proxy& p = cfg.network.proxy;
+    if (!p.url.empty() && !ctx.bad("network.proxy.url")) {
+        const std::string lower = text::lower(p.url);
+        if (lower.rfind("https://", 0) == 0) {
+            ctx.at_key("network.proxy.url",
+                       "https:// proxies are not supported; use http:// (TLS to the server still "
+                       "runs end to end through CONNECT)");
+        } else if (lower.find("://") != std::string::npos && lower.rfind("http://", 0) != 0) {
+            ctx.at_key("network.proxy.url", "must be an http:// URL");
+        }
+    }
+    if (!p.credentials_file.empty() && !p.credentials_env.empty()) {
+        ctx.at_key("network.proxy.credentialsEnv",
+                   "set at most one of credentialsFile and credentialsEnv");
+    }
+}
+
 void check_update(const Config& cfg, Context& ctx) {
     const Update& u = cfg.update;
     const SignerIdentity& si = u.signer_identity;
@@ -221,6 +242,7 @@ void check_container(const Config& cfg, Context& ctx) {
 
 void check_rules(const Config& cfg, Context& ctx) {
     check_server(cfg, ctx);
+    check_network(cfg, ctx);
     check_update(cfg, ctx);
     check_container(cfg, ctx);
 }

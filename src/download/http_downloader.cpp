@@ -321,6 +321,7 @@ void HttpDownloader::Transfer::send(std::shared_ptr<net::TlsConfig> tls) {
     o.tls_config = std::move(tls);
     o.ca_file = opts_.ca_file;
     o.allow_insecure_transport = opts_.allow_insecure_transport;
+    o.proxy = opts_.proxy;
     o.connect_timeout = opts_.connect_timeout;
     o.idle_timeout = opts_.stall_timeout;
     o.limits.max_body = std::numeric_limits<uint64_t>::max();  // capped in on_body

@@ -40,6 +40,8 @@ struct DownloaderOptions {
     UrlPolicy policy;
     std::string ca_file;                    // server.caFile; "" = system store
     bool allow_insecure_transport = false;  // server.allowInsecureTransport
+    // network.proxy or the environment; asked again for every request, redirects included.
+    std::shared_ptr<const net::ProxyPolicy> proxy;
     Duration stall_timeout = std::chrono::seconds(60);
     Duration connect_timeout = std::chrono::seconds(30);
     int max_tries = 5;  // requests per offer that may fail before the offer fails

@@ -43,6 +43,7 @@ class HttpClient::Impl {
     HttpOptions opts_;
     Handlers h_;
     std::string label_;
+    std::optional<ProxyHop> forward_;  // an http:// request goes to this proxy in absolute form
     std::unique_ptr<Stream> stream_;
     std::unique_ptr<ResponseParser> parser_;
     HttpResponse resp_;
@@ -58,8 +59,14 @@ class HttpClient::Impl {
 
 std::string HttpClient::Impl::request_text() const {
     const std::string path = req_.url.path.empty() ? "/" : req_.url.path;
-    std::string out = req_.method + " " + path + " HTTP/1.1\r\n";
+    // Through a proxy without a tunnel the request names the whole URL (RFC 9112 section 3.2.2).
+    const std::string target =
+        forward_ ? req_.url.scheme + "://" + host_header(req_.url) + path : path;
+    std::string out = req_.method + " " + target + " HTTP/1.1\r\n";
     out += "Host: " + host_header(req_.url) + "\r\n";
+    if (forward_ && !forward_->authorization.empty()) {
+        out += "Proxy-Authorization: " + forward_->authorization + "\r\n";
+    }
     bool has_agent = false;
     for (const auto& [k, v] : req_.headers) {
         if (k.size() == 10 && strncasecmp(k.c_str(), "user-agent", 10) == 0) has_agent = true;
@@ -116,6 +123,17 @@ void HttpClient::Impl::start() {
 
     StreamOptions so =
         stream_to(req_.url, opts_.ca_file, opts_.allow_insecure_transport, opts_.tls_config);
+    if (auto routed = route_through_proxy(so, req_.url, opts_.proxy.get(), req_.url.secure());
+        !routed) {
+        sched_.post(guard_.bind([this, err = routed.error()] { finish(fail(err)); }));
+        return;
+    }
+    forward_.reset();
+    if (so.proxy && !so.tunnel) {
+        forward_ = so.proxy;
+        // Whatever the proxy answers in place of the server is named with it.
+        label_ += " via proxy " + so.proxy->label;
+    }
     Stream::Handlers sh;
     sh.on_connected = [this] { on_connected(); };
     sh.on_data = [this](std::string_view d) { on_data(d); };

@@ -19,6 +19,7 @@
 #include "loop/scheduler.hpp"
 #include "loop/step.hpp"
 #include "net/http_response.hpp"
+#include "net/proxy.hpp"
 
 namespace myr::net {
 
@@ -35,6 +36,9 @@ struct HttpOptions {
     std::string ca_file;                    // "" = system store
     std::shared_ptr<TlsConfig> tls_config;  // preloaded; replaces ca_file (see StreamOptions)
     bool allow_insecure_transport = false;  // http:// to a non-loopback address
+    // Which proxy each request goes through (null = direct): https:// by CONNECT, http:// by an
+    // absolute-form request to the proxy (docs/net.md, "Proxies").
+    std::shared_ptr<const ProxyPolicy> proxy;
     HttpLimits limits;
     Duration connect_timeout = std::chrono::seconds(30);  // resolve + TCP + TLS
     Duration idle_timeout = std::chrono::seconds(60);     // no byte received for this long

@@ -65,6 +65,17 @@ StreamOptions stream_to(const Url& url, std::string ca_file, bool allow_insecure
     return so;
 }
 
+Status route_through_proxy(StreamOptions& so, const Url& url, const ProxyPolicy* policy,
+                           bool tunnel) {
+    if (policy == nullptr) return {};
+    auto hop = policy->route(url);
+    // Unreadable credentials (a Secret not mounted yet) are retried like a refused connection.
+    if (!hop) return fail(Error(Errc::network, so.label + ": " + hop.error().message()));
+    so.proxy = std::move(*hop);
+    so.tunnel = tunnel;
+    return {};
+}
+
 void load_tls_client(loop::Scheduler& sched, std::string ca_file,
                      std::function<void(Result<std::shared_ptr<TlsConfig>>)> done) {
     // The job owns its result slot: `work` fills it on the pool, `done` reads it on the loop.
@@ -129,6 +140,14 @@ class Stream::Impl {
     void on_resolved(int status, addrinfo* res);
     void try_next_address();
     void on_connect(int status);
+    void start_session();
+    void on_proxy_reply(std::string_view bytes);
+    // The label for failures of the connection itself: the URL, and the proxy when there is one.
+    std::string conn_label() const {
+        return opts_.proxy ? opts_.label + ": proxy " + opts_.proxy->label : opts_.label;
+    }
+    const std::string& connect_host() const { return opts_.proxy ? opts_.proxy->host : opts_.host; }
+    uint16_t connect_port() const { return opts_.proxy ? opts_.proxy->port : opts_.port; }
     void on_read(ssize_t nread, const uv_buf_t* buf);
     void on_plaintext_or_tls(std::string_view bytes);
     void flush_tls();
@@ -163,6 +182,8 @@ class Stream::Impl {
     std::unique_ptr<TlsSession> tls_;
     bool connected_ = false;  // TCP and TLS are up
     bool tcp_up_ = false;
+    bool awaiting_connect_ = false;  // CONNECT sent, the proxy's answer not complete yet
+    std::string proxy_reply_;        // what the proxy answered so far (≤ kMaxConnectReplyHead)
     bool paused_ = false;
     bool ended_ = false;
     bool detached_ = false;
@@ -178,10 +199,11 @@ void Stream::Impl::start() {
     }
     // RFC 6761 section 6.3: "localhost" names are loopback and never go to DNS, also in an image
     // without /etc/hosts.
-    if (opts_.host == "localhost" || ends_with(opts_.host, ".localhost")) {
+    const std::string& host = connect_host();
+    if (host == "localhost" || ends_with(host, ".localhost")) {
         sockaddr_storage v4{}, v6{};
-        uv_ip4_addr("127.0.0.1", opts_.port, reinterpret_cast<sockaddr_in*>(&v4));
-        uv_ip6_addr("::1", opts_.port, reinterpret_cast<sockaddr_in6*>(&v6));
+        uv_ip4_addr("127.0.0.1", connect_port(), reinterpret_cast<sockaddr_in*>(&v4));
+        uv_ip6_addr("::1", connect_port(), reinterpret_cast<sockaddr_in6*>(&v6));
         addrs_ = {v4, v6};
         // Connect from the loop, never from inside start().
         later([this] { try_next_address(); });
@@ -193,7 +215,7 @@ void Stream::Impl::start() {
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
-    const std::string port = std::to_string(opts_.port);
+    const std::string port = std::to_string(connect_port());
     const int rc = uv_getaddrinfo(
         loop_, &resolve_->req,
         [](uv_getaddrinfo_t* req, int status, addrinfo* res) noexcept {
@@ -207,11 +229,11 @@ void Stream::Impl::start() {
             impl->resolve_ = nullptr;
             impl->on_resolved(status, res);
         },
-        opts_.host.c_str(), port.c_str(), &hints);
+        host.c_str(), port.c_str(), &hints);
     if (rc != 0) {
         delete resolve_;
         resolve_ = nullptr;
-        const std::string msg = opts_.label + ": resolve " + opts_.host + ": " + uv_text(rc);
+        const std::string msg = conn_label() + ": resolve " + host + ": " + uv_text(rc);
         later([this, msg] { end(fail(msg)); });
     }
 }
@@ -224,7 +246,7 @@ void Stream::Impl::on_resolved(int status, addrinfo* res) {
     }
     if (status != 0) {
         uv_freeaddrinfo(res);
-        end(fail(opts_.label + ": resolve " + opts_.host + ": " + uv_text(status)));
+        end(fail(conn_label() + ": resolve " + connect_host() + ": " + uv_text(status)));
         return;
     }
     for (addrinfo* p = res; p != nullptr; p = p->ai_next) {
@@ -235,7 +257,7 @@ void Stream::Impl::on_resolved(int status, addrinfo* res) {
     }
     uv_freeaddrinfo(res);
     if (addrs_.empty()) {
-        end(fail(opts_.label + ": resolve " + opts_.host + ": no IPv4 or IPv6 address"));
+        end(fail(conn_label() + ": resolve " + connect_host() + ": no IPv4 or IPv6 address"));
         return;
     }
     try_next_address();
@@ -248,7 +270,16 @@ void Stream::Impl::try_next_address() {
         // The transport rule is checked on the resolved address, before any packet leaves: a
         // name may point anywhere.
         if (!opts_.tls && !opts_.allow_insecure_transport && !is_loopback_address(numeric)) {
-            end(fail(opts_.label + ": refusing a plaintext connection to " + numeric +
+            end(fail(conn_label() + ": refusing a plaintext connection to " + numeric +
+                     ", which is not a loopback address (allowInsecureTransport is off)"));
+            return;
+        }
+        // Through a proxy the plaintext also travels from the proxy to the origin, which this
+        // process never resolves: only a loopback origin (a literal or localhost) passes.
+        if (!opts_.tls && !opts_.allow_insecure_transport && opts_.proxy &&
+            !is_loopback_host(opts_.host)) {
+            end(fail(conn_label() + ": refusing a plaintext connection through a proxy to " +
+                     opts_.host +
                      ", which is not a loopback address (allowInsecureTransport is off)"));
             return;
         }
@@ -269,7 +300,7 @@ void Stream::Impl::try_next_address() {
         last_connect_error_ = "connect " + peer_ + ": " + uv_text(rc);
         close_tcp();
     }
-    end(fail(opts_.label + ": " +
+    end(fail(conn_label() + ": " +
              (last_connect_error_.empty() ? std::string("no address") : last_connect_error_)));
 }
 
@@ -283,6 +314,47 @@ void Stream::Impl::on_connect(int status) {
     }
     tcp_up_ = true;
     uv_tcp_nodelay(tcp_.get(), 1);
+    if (opts_.proxy && opts_.tunnel) {
+        // Nothing else is sent until the proxy's answer is complete, so any byte after that
+        // answer's head would be the origin speaking first, which none of our protocols does.
+        awaiting_connect_ = true;
+        send_raw(connect_request(*opts_.proxy, opts_.host, opts_.port));
+        if (!paused_) resume_reading();
+        return;
+    }
+    start_session();
+}
+
+void Stream::Impl::on_proxy_reply(std::string_view bytes) {
+    proxy_reply_.append(bytes.substr(0, kMaxConnectReplyHead + 1 - proxy_reply_.size()));
+    auto reply = parse_connect_reply(proxy_reply_);
+    if (!reply) {
+        end(reply.fail(conn_label()));
+        return;
+    }
+    if (!reply->has_value()) return;
+    const ConnectReply& r = **reply;
+    const std::string target = authority(opts_.host, opts_.port);
+    if (r.status < 200 || r.status > 299) {
+        // The body of a refusal (an HTML page) is not shown: the status says what happened.
+        // Errc::network like any failure to connect: a refusal (407 after a secret rotated, 403
+        // until the proxy's list is fixed) is the site's path, not the package's fault, so the
+        // installer tries again within update.retryFor rather than quarantining the release.
+        end(fail(opts_.label + ": proxy " + opts_.proxy->label + " refused CONNECT " + target +
+                 ": " + std::to_string(r.status) + (r.reason.empty() ? "" : " " + r.reason)));
+        return;
+    }
+    if (r.head_bytes < proxy_reply_.size()) {
+        end(fail(conn_label() + ": sent data after its " + std::to_string(r.status) +
+                 " to CONNECT " + target + " before anything went through the tunnel"));
+        return;
+    }
+    awaiting_connect_ = false;
+    proxy_reply_.clear();
+    start_session();
+}
+
+void Stream::Impl::start_session() {
     if (opts_.tls) {
         // Without a preloaded configuration the CA file is read here, on the loop (~200 KB).
         auto config = opts_.tls_config ? Result<std::shared_ptr<TlsConfig>>(opts_.tls_config)
@@ -331,6 +403,11 @@ void Stream::Impl::pause_reading() {
 void Stream::Impl::on_read(ssize_t nread, const uv_buf_t* buf) {
     if (detached_ || ended_) return;
     if (nread == UV_EOF) {
+        if (awaiting_connect_) {
+            end(fail(conn_label() + ": closed the connection before answering CONNECT " +
+                     authority(opts_.host, opts_.port)));
+            return;
+        }
         end({});
         return;
     }
@@ -339,6 +416,10 @@ void Stream::Impl::on_read(ssize_t nread, const uv_buf_t* buf) {
         return;
     }
     if (nread == 0) return;
+    if (awaiting_connect_) {
+        on_proxy_reply(std::string_view(buf->base, static_cast<size_t>(nread)));
+        return;
+    }
     on_plaintext_or_tls(std::string_view(buf->base, static_cast<size_t>(nread)));
 }
 

@@ -12,12 +12,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/result.hpp"
 #include "core/url.hpp"
 #include "loop/scheduler.hpp"
+#include "net/proxy.hpp"
 
 namespace myr::net {
 
@@ -36,6 +38,12 @@ struct StreamOptions {
     bool allow_insecure_transport = false;
     // Names the URL in messages, e.g. "ws://example.com:80" (default "host:port").
     std::string label;
+    // Through an HTTP proxy (net/proxy.hpp): the TCP connection goes to the proxy. With `tunnel`
+    // the stream first asks for `CONNECT host:port` and runs TLS (when `tls`) to the origin
+    // through it, checking the origin's name; without, the caller speaks to the proxy itself (an
+    // absolute-form HTTP request).
+    std::optional<ProxyHop> proxy;
+    bool tunnel = true;
 };
 
 class Stream {
@@ -77,6 +85,12 @@ class Stream {
 // labelled with the URL for messages.
 StreamOptions stream_to(const Url& url, std::string ca_file, bool allow_insecure_transport,
                         std::shared_ptr<TlsConfig> tls_config = nullptr);
+
+// Routes `so` (made by stream_to for `url`) through the proxy `policy` picks for `url`; null or
+// no proxy for that host: direct. `tunnel`: CONNECT (https://, ws://, wss://) rather than an
+// absolute-form request the caller writes (http://). Fails when the credentials cannot be read.
+[[nodiscard]] Status route_through_proxy(StreamOptions& so, const Url& url,
+                                         const ProxyPolicy* policy, bool tunnel);
 
 // Parses a client TLS configuration (the CA bundle in `ca_file`, "" = system store) on the work
 // queue, since reading and parsing ~200 KB of PEM must not hold the loop, and hands it to `done` on

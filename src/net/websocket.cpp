@@ -115,6 +115,10 @@ void WebSocketClient::Impl::connect() {
     }
 
     StreamOptions so = stream_to(opts_.url, opts_.ca_file, opts_.allow_insecure_transport);
+    if (auto routed = route_through_proxy(so, opts_.url, opts_.proxy.get(), true); !routed) {
+        finish_later(ws_close::abnormal, routed.error().message());
+        return;
+    }
     Stream::Handlers sh;
     sh.on_connected = [this] { on_connected(); };
     sh.on_data = [this](std::string_view d) { on_data(d); };

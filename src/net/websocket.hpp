@@ -26,6 +26,7 @@
 #include "core/time.hpp"
 #include "core/url.hpp"
 #include "loop/scheduler.hpp"
+#include "net/proxy.hpp"
 
 namespace myr::net {
 
@@ -35,6 +36,8 @@ struct WsConnectOptions {
     std::string ca_file;                    // "" = /etc/ssl/certs/ca-certificates.crt
     bool allow_insecure_transport = false;  // ws:// to a non-loopback address
     size_t max_message = 16u << 20;         // above → close 1009
+    // Which proxy the connection goes through (null = direct), always by CONNECT.
+    std::shared_ptr<const ProxyPolicy> proxy;
     // Bytes we may have queued and not yet written (the peer is not reading). Above: stop reading
     // and drop the connection, reported as 1008. Pongs are coalesced to one per read.
     size_t max_queued = 1u << 20;

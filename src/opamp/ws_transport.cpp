@@ -17,6 +17,7 @@ class WsTransport : public Transport {
         co.ca_file = o.ca_file;
         co.allow_insecure_transport = o.allow_insecure_transport;
         co.max_message = o.max_message;
+        co.proxy = o.proxy;
         net::WebSocketClient::Handlers h;
         h.on_open = [this] {
             if (handlers_.on_open) handlers_.on_open();

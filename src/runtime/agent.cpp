@@ -4,12 +4,10 @@
 
 namespace myr::runtime {
 
-Result<std::unique_ptr<opamp::Agent>> make_agent(uv_loop_t* loop, loop::Scheduler& sched,
-                                                 const config::Config& cfg,
-                                                 const statedir::StateDir& state,
-                                                 std::string service_version,
-                                                 opamp::StatusProvider& status,
-                                                 opamp::PackageHandler& packages) {
+Result<std::unique_ptr<opamp::Agent>> make_agent(
+    uv_loop_t* loop, loop::Scheduler& sched, const config::Config& cfg,
+    const statedir::StateDir& state, std::string service_version, opamp::StatusProvider& status,
+    opamp::PackageHandler& packages, std::shared_ptr<const net::ProxyPolicy> proxy) {
     if (!cfg.server.endpoint) return fail("opamp agent: server.endpoint is not set");
     opamp::AgentOptions o;
     o.state_dir = state;
@@ -23,6 +21,7 @@ Result<std::unique_ptr<opamp::Agent>> make_agent(uv_loop_t* loop, loop::Schedule
     w.url = *cfg.server.endpoint;
     w.ca_file = cfg.server.ca_file;
     w.allow_insecure_transport = cfg.server.allow_insecure_transport;
+    w.proxy = std::move(proxy);
     opamp::AgentDeps d;
     d.sched = &sched;
     d.status = &status;

@@ -65,14 +65,27 @@ download::UrlPolicy url_policy(const config::Config& cfg) {
 }
 
 download::DownloaderOptions downloader_options(const config::Config& cfg,
-                                               const statedir::StateDir& state) {
+                                               const statedir::StateDir& state,
+                                               std::shared_ptr<const net::ProxyPolicy> proxy) {
     download::DownloaderOptions o;
+    o.proxy = std::move(proxy);
     o.state_dir = state;
     o.policy = url_policy(cfg);
     o.ca_file = cfg.server.ca_file;
     o.allow_insecure_transport = cfg.server.allow_insecure_transport;
     o.deadline = config::effective_download_timeout(cfg.update);
     return o;
+}
+
+// The proxy for OpAMP and downloads: network.proxy, else the environment (net/proxy.hpp). A
+// malformed proxy URL stops the start, named, rather than every connection later.
+Result<std::shared_ptr<const net::ProxyPolicy>> proxy_policy(const config::Config& cfg) {
+    const config::Proxy& p = cfg.network.proxy;
+    net::ProxySettings s{p.url, p.no_proxy, p.credentials_file, p.credentials_env};
+    auto policy = net::ProxyPolicy::make(s, net::ProxyEnv::from_process());
+    if (!policy) return policy.fail("network.proxy");
+    log::info("network: proxy for OpAMP and downloads", {{"proxy", (*policy)->describe()}});
+    return policy;
 }
 
 // The binary inside an archive may be as large as the archive may be (update.maxArtifactSize);
@@ -131,6 +144,9 @@ ContainerRuntime::~ContainerRuntime() = default;
 Result<int> ContainerRuntime::run() {
     if (auto st = install_signals(); !st) return st.fail();
     if (auto st = reaper_.start(); !st) return st.fail();
+    auto proxy = proxy_policy(cfg_);
+    if (!proxy) return proxy.fail();
+    proxy_ = std::move(*proxy);
     if (reaper_.subreaper()) log::info("registered as child subreaper", {{"pid", ::getpid()}});
     if (auto st = start_probes(); !st) return st.fail();
     lifecycle_.start([this](int) { loop_.stop(); });
@@ -228,7 +244,7 @@ service::CriticalSection* ContainerRuntime::start_installer() {
         std::make_unique<update::StoreVolumeOps>(sched_, vol, j, cfg_.collector.keep_versions);
     stager_ = std::make_unique<ExtractStager>(reaper_, sched_, vol, extract_limits(cfg_));
     downloader_ = std::make_unique<download::HttpDownloader>(
-        loop_.get(), sched_, downloader_options(cfg_, volume_->state));
+        loop_.get(), sched_, downloader_options(cfg_, volume_->state, proxy_));
     update::Ports ports{*downloader_, verifier_,    *stager_,     preflight_,
                         child_,       *volume_ops_, health_probe_};
     installer_ = std::make_unique<update::Installer>(
@@ -262,8 +278,8 @@ service::CriticalSection* ContainerRuntime::start_installer() {
 
 // The updater's own OpAMP agent. Versions and health come from seeding and the child (status_).
 void ContainerRuntime::start_agent() {
-    auto agent =
-        make_agent(loop_.get(), sched_, cfg_, volume_->state, version_, status_, *packages_);
+    auto agent = make_agent(loop_.get(), sched_, cfg_, volume_->state, version_, status_,
+                            *packages_, proxy_);
     if (!agent) {
         // The collector keeps running without the fleet server: losing the connection must
         // never cost the site its telemetry.

@@ -32,6 +32,7 @@
 #include "journal/seed.hpp"
 #include "loop/loop.hpp"
 #include "loop/uv_scheduler.hpp"
+#include "net/proxy.hpp"
 #include "opamp/agent.hpp"
 #include "opamp/providers.hpp"
 #include "proc/reaper.hpp"
@@ -92,6 +93,7 @@ class ContainerRuntime {
     CollectorStatus status_;
     // The installer's ports. The downloader and the stager work on the state directory and the
     // volume, so they are made with the installer.
+    std::shared_ptr<const net::ProxyPolicy> proxy_;  // set by run(), before anything connects
     std::unique_ptr<download::HttpDownloader> downloader_;
     std::unique_ptr<ExtractStager> stager_;
     stage::ReaperPreflighter preflight_;

@@ -36,92 +36,22 @@ for c in curl openssl python3 sha256sum tar unshare; do
     command -v $c >/dev/null || { echo "install.sh: $c is not installed" >&2; exit 2; }
 done
 
-base=${BENCH_DIR:-}
-if [ -z "$base" ]; then base=$(mktemp -d /var/tmp/myr-install-bench-XXXXXX); fi
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    [ "${KEEP:-0}" = 1 ] || rm -rf "$base"
-}
-trap cleanup EXIT INT TERM
+. "$here/tests/bench/install_bench.sh"
+bench_workdir install-bench
 mkdir -p "$base/art" "$base/pki"
 
 . "$here/tests/bench/loopback_ca.sh"
 . "$here/tests/bench/updater_yaml.sh"
 loopback_ca "$base/pki"
 
-# release MB VERSION: art/rel-MB.tar.gz holding otelcol-contrib; prints the archive's SHA-256.
-release() {
-    local d=$base/rel-$1
-    mkdir -p "$d"
-    cp "$fake_otelcol" "$d/otelcol-contrib"
-    local have
-    have=$(stat -c %s "$d/otelcol-contrib")
-    head -c $(($1 * 1000000 - have)) /dev/urandom >> "$d/otelcol-contrib"
-    printf '\n#MYRIARCH-FAKE version=%s health=ok\n' "$2" >> "$d/otelcol-contrib"
-    chmod 755 "$d/otelcol-contrib"
-    tar czf "$base/art/rel-$1.tar.gz" -C "$d" otelcol-contrib
-    rm -rf "$d"
-    sha256sum "$base/art/rel-$1.tar.gz" | cut -d' ' -f1
-}
-big_hex=$(release "$size_mb" 0.117.0)
-small_hex=$(release "$small_mb" 0.117.0)
-cp "$fake_otelcol" "$base/seed"
-printf '\n#MYRIARCH-FAKE version=0.116.0 health=ok\n' >> "$base/seed"
-chmod 755 "$base/seed"
-
-wait_file() { # file why: waits up to 20 s for a non-empty file
-    local i=0
-    while [ ! -s "$1" ]; do
-        i=$((i + 1)); [ $i -lt 200 ] || { echo "install.sh: $2" >&2; exit 1; }
-        sleep 0.1
-    done
-}
-
-python3 "$here/tests/servers/artifact_server.py" --dir "$base/art" --port-file "$base/aport" \
-    --tls-cert "$base/pki/server.pem" --tls-key "$base/pki/server.key" --chunk 1048576 \
-    > "$base/artifact.log" 2>&1 &
-pids+=($!)
-wait_file "$base/aport" "the artifact server did not start"
-prefix=https://127.0.0.1:$(cat "$base/aport")/artifacts/
+big_hex=$(bench_release "$fake_otelcol" "$size_mb" 0.117.0 "rel-$size_mb.tar.gz")
+small_hex=$(bench_release "$fake_otelcol" "$small_mb" 0.117.0 "rel-$small_mb.tar.gz")
+bench_seed "$fake_otelcol"
+bench_https_artifacts
 
 now() { date +%s.%N; }
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-# Waits for the record line that answers the offer; prints seconds from the offer to Installed.
-# The offer is written to the server's command file here, so both ends are timed by one clock.
-offer_and_wait() { # run_dir
-    python3 - "$1" <<'PY'
-import json, os, sys, time
-d = sys.argv[1]
-rec = os.path.join(d, "rec.jsonl")
-offset = os.path.getsize(rec)
-t0 = time.monotonic()
-with open(os.path.join(d, "cmds"), "a") as f:
-    f.write("release=%s\n" % os.path.join(d, "release.txt"))
-buf = ""
-while time.monotonic() - t0 < 600:
-    with open(rec) as f:
-        f.seek(offset)
-        chunk = f.read()
-    offset += len(chunk)
-    buf += chunk
-    *lines, buf = buf.split("\n")
-    for line in lines:
-        ps = json.loads(line).get("package_statuses") or {}
-        for p in ps.get("packages", []):
-            if p["status"] == "Installed" and p["agent_has_version"] == "0.117.0":
-                print("%.3f" % (time.monotonic() - t0))
-                sys.exit(0)
-            if p["status"] == "InstallFailed":
-                print("InstallFailed: " + p["error_message"], file=sys.stderr)
-                sys.exit(1)
-    time.sleep(0.005)
-print("no Installed within 600 s", file=sys.stderr)
-sys.exit(1)
-PY
-}
 
 # One install of art/NAME (hex) through a fresh updater; appends "seconds hwm_kb healthz-line"
 # to $base/u.out.
@@ -133,7 +63,7 @@ run_updater() { # name hex
         > "$d/server.log" 2>&1 &
     local server_pid=$!
     pids+=($server_pid)
-    wait_file "$d/oport" "the OpAMP test server did not start"
+    bench_wait_file "$d/oport" "the OpAMP test server did not start"
     local hport=$((20000 + RANDOM % 10000))
     printf 'name=otelcol-contrib\nversion=0.117.0\nurl=%s%s\nsha256=%s\n' "$prefix" "$1" "$2" \
         > "$d/release.txt"
@@ -157,7 +87,7 @@ run_updater() { # name hex
     python3 "$here/tests/bench/healthz_probe.py" "$hport" "$d/stop" > "$d/hz.out" &
     local probe_pid=$!
     local secs
-    secs=$(offer_and_wait "$d") || { echo "install.sh: the install failed; updater log:" >&2; grep -E 'update:|level=(warn|error)' "$d/up.log" | tail -5 >&2; exit 1; }
+    secs=$(bench_offer_and_wait "$d") || { echo "install.sh: the install failed; updater log:" >&2; grep -E 'update:|level=(warn|error)' "$d/up.log" | tail -5 >&2; exit 1; }
     touch "$d/stop"
     wait "$probe_pid"
     local hwm

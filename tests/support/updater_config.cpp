@@ -16,6 +16,16 @@ std::string field(const std::string& key, const std::string& value) {
 
 }  // namespace
 
+std::string UpdaterConfig::network() const {
+    std::string list;
+    for (const auto& e : no_proxy) list += (list.empty() ? "" : ", ") + quote(e);
+    std::string body = field("  url", proxy_url.empty() ? "" : quote(proxy_url)) +
+                       field("  noProxy", list.empty() ? "" : "[" + list + "]") +
+                       field("  credentialsFile", proxy_credentials_file) +
+                       field("  credentialsEnv", proxy_credentials_env);
+    return body.empty() ? "" : "network:\n  proxy:\n" + body;
+}
+
 std::string UpdaterConfig::yaml() const {
     std::string command;
     for (const auto& a : supervisor_command) command += (command.empty() ? "" : ", ") + quote(a);
@@ -35,7 +45,7 @@ std::string UpdaterConfig::yaml() const {
     };
     auto number = [](const std::optional<int>& n) { return n ? std::to_string(*n) : ""; };
     return "server:\n" + field("endpoint", endpoint) + field("caFile", ca_file) +
-           field("enrollmentTokenFile", enrollment_token_file) + "update:\n" +
+           field("enrollmentTokenFile", enrollment_token_file) + network() + "update:\n" +
            field("requireSignature", require_signature ? "true" : "false") +
            field("trustedRootFile", trusted_root_file) + signer +
            field("allowedDownloadPrefixes", prefixes.empty() ? "" : "[" + prefixes + "]") +

@@ -13,6 +13,10 @@ struct UpdaterConfig {
     std::string endpoint = "ws://127.0.0.1:1/v1/opamp";  // nothing listens: the agent retries
     std::string enrollment_token_file;
     std::string ca_file;
+    // network.proxy
+    std::string proxy_url;
+    std::vector<std::string> no_proxy;
+    std::string proxy_credentials_file, proxy_credentials_env;
     // update
     bool require_signature = false;
     std::string trusted_root_file;
@@ -62,6 +66,7 @@ struct UpdaterConfig {
     std::optional<bool> metrics;  // container.metrics (unset: the default, on)
 
     std::string yaml() const;
+    std::string network() const;  // the network: section, "" when nothing of it is set
     // Writes yaml() to `path`; returns `path`.
     std::string write(const std::string& path) const;
 };

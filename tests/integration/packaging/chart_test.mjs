@@ -354,6 +354,26 @@ function rulesFor(name, opts) {
     eq(sup.server.headers.Authorization, [`Bearer \${env:${upd.server.enrollmentTokenEnv}}`],
       `${at} the supervisor's token is the same variable`);
   }
+  // The proxy: the updater's network.proxy and the variables the supervisor reads name the same
+  // proxy; its credentials come from the Secret, never from the values.
+  if (v.proxy && v.proxy.url) {
+    const envOf = (n) => (main.env || []).find((e) => e.name === n);
+    const p = (upd.network || {}).proxy || {};
+    eq(p.url, v.proxy.url, `${at} network.proxy.url`);
+    eq(p.noProxy, v.proxy.noProxy, `${at} network.proxy.noProxy`);
+    eq((envOf("NO_PROXY") || {}).value, v.proxy.noProxy.join(","), `${at} NO_PROXY`);
+    for (const name of ["HTTPS_PROXY", "HTTP_PROXY"]) {
+      const e = envOf(name);
+      check(e && new URL(e.value).host === new URL(v.proxy.url).host, `${at} ${name} is proxy.url`);
+    }
+    if (v.proxy.existingSecret) {
+      const creds = envOf(p.credentialsEnv);
+      check(creds && creds.valueFrom.secretKeyRef.name === v.proxy.existingSecret,
+        `${at} ${p.credentialsEnv} comes from proxy.existingSecret`);
+      check(envOf("HTTPS_PROXY").value.includes(`$(${p.credentialsEnv})@`),
+        `${at} the supervisor's HTTPS_PROXY carries the same credentials`);
+    }
+  }
   if (v.server.caConfigMap) {
     const ca = r.fileAt("collector", upd.server.caFile);
     eq(ca && ca.configMap, v.server.caConfigMap, `${at} caFile comes from server.caConfigMap`);

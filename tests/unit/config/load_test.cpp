@@ -283,6 +283,11 @@ const KeyCase kKeys[] = {
     {"server", "enrollmentTokenEnv", "expected a string"},
     {"server", "hostName", "expected a string"},
     {"server", "heartbeatInterval", "expected a duration"},
+    {"network", "proxy", "expected a mapping"},
+    {"network.proxy", "url", "expected a string"},
+    {"network.proxy", "noProxy", "expected a list of strings"},
+    {"network.proxy", "credentialsFile", "expected a string"},
+    {"network.proxy", "credentialsEnv", "expected a string"},
     {"update", "requireSignature", "expected true or false"},
     {"update", "trustedRootFile", "expected an absolute path"},
     {"update", "signerIdentity", "expected a mapping"},
@@ -340,7 +345,7 @@ TEST_CASE("config: every key refuses a value of the wrong kind and says what it 
     for (const KeyCase& k : kKeys) {
         std::string path = std::string(k.section) + "." + k.key;
         CAPTURE(path);
-        bool is_section = std::string(k.key) == "signerIdentity";
+        bool is_section = std::string(k.key) == "signerIdentity" || std::string(k.key) == "proxy";
         LoadResult r = load(nested(k.section, k.key, is_section ? "[1]" : "{a: 1}"));
         INFO(dump(r));
         const Problem* p = find(r, path, k.expected);
@@ -791,4 +796,25 @@ TEST_CASE("config: load_or_error lists every problem in one error") {
     auto ok = load_or_error(f, Mode::any);
     REQUIRE(ok.ok());
     CHECK(ok->path == f);
+}
+
+TEST_CASE("config: network.proxy, its checks, and its password never rendered") {
+    Config c = expect_ok(kIdentity +
+                         "network:\n  proxy:\n    url: http://u:s3cret@proxy:3128\n"
+                         "    noProxy: [.svc, 10.0.0.0/8]\n    credentialsEnv: PROXY_CREDS\n");
+    CHECK(c.network.proxy.url == "http://u:s3cret@proxy:3128");
+    CHECK(c.network.proxy.no_proxy == std::vector<std::string>{".svc", "10.0.0.0/8"});
+    CHECK(c.network.proxy.credentials_env == "PROXY_CREDS");
+    const std::string text = render_effective(c);
+    CHECK(text.find("url: \"http://***@proxy:3128\"") != std::string::npos);
+    CHECK(text.find("s3cret") == std::string::npos);
+    expect_problem(kIdentity + "network:\n  proxy:\n    url: https://proxy:443\n",
+                   "network.proxy.url", "https:// proxies are not supported");
+    expect_problem(kIdentity + "network:\n  proxy:\n    url: socks5://proxy:1080\n",
+                   "network.proxy.url", "must be an http:// URL");
+    expect_problem(kIdentity +
+                       "network:\n  proxy:\n    credentialsFile: /c\n"
+                       "    credentialsEnv: C\n",
+                   "network.proxy.credentialsEnv", "at most one");
+    expect_ok(kIdentity + "network:\n  proxy:\n    url: proxy.corp:3128\n");
 }

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -193,22 +194,42 @@ namespace {
 
 // A server on 127.0.0.1 that completes the upgrade, then sends pings without end and never reads
 // again: every pong the client queues stays queued.
+// A socket listening on 127.0.0.1 on a free port (written to `port`); `rcvbuf` > 0 sets its
+// receive buffer.
+int listen_loopback(uint16_t& port, int rcvbuf = 0) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(listen(fd, 1) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port = ntohs(a.sin_port);
+    return fd;
+}
+
+// What a client sent up to and with its blank line (less when it closed first).
+std::string read_head(int fd) {
+    std::string req;
+    char buf[4096];
+    while (req.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        req.append(buf, static_cast<size_t>(n));
+    }
+    return req;
+}
+
 class PingFlooder {
   public:
     // With `burst`, sends those bytes once after the upgrade instead of pings, then waits.
     explicit PingFlooder(std::string burst = "") : burst_(std::move(burst)) {
-        lfd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        REQUIRE(lfd_ >= 0);
-        int small = 4096;  // inherited by the accepted socket: the client's writes back up soon
-        setsockopt(lfd_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-        REQUIRE(listen(lfd_, 1) == 0);
-        socklen_t len = sizeof a;
-        REQUIRE(getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-        port_ = ntohs(a.sin_port);
+        // A small receive buffer, inherited by the accepted socket: the client's writes back up
+        // soon.
+        lfd_ = listen_loopback(port_, 4096);
         thread_ = std::thread([this] { run(); });
     }
     ~PingFlooder() {
@@ -224,15 +245,10 @@ class PingFlooder {
     void run() {
         const int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (fd < 0) return;
-        std::string req;
-        char buf[4096];
-        while (req.find("\r\n\r\n") == std::string::npos) {
-            const ssize_t n = read(fd, buf, sizeof buf);
-            if (n <= 0) {
-                close(fd);
-                return;
-            }
-            req.append(buf, static_cast<size_t>(n));
+        const std::string req = read_head(fd);
+        if (req.find("\r\n\r\n") == std::string::npos) {
+            close(fd);
+            return;
         }
         const size_t k = req.find("Sec-WebSocket-Key: ") + 19;
         const std::string key = req.substr(k, req.find("\r\n", k) - k);
@@ -323,4 +339,127 @@ TEST_CASE("ws client: a read of a thousand messages is delivered 64 frames a tur
         sched.run_pending();
     }
     CHECK(uv.close() == 0);
+}
+
+namespace {
+
+// A proxy that takes one connection, keeps the request head it got and answers with `answer`
+// ("" = closes without a word), then holds the connection until the test ends.
+class ScriptedProxy {
+  public:
+    explicit ScriptedProxy(std::string answer) : answer_(std::move(answer)) {
+        lfd_ = listen_loopback(port_);
+        thread_ = std::thread([this] { run(); });
+    }
+    ~ScriptedProxy() {
+        stop_ = true;
+        shutdown(lfd_, SHUT_RDWR);
+        thread_.join();
+        close(lfd_);
+    }
+    std::shared_ptr<const ProxyPolicy> policy(const std::string& userinfo = "") const {
+        ProxySettings s;
+        s.url = "http://" + userinfo + "127.0.0.1:" + std::to_string(port_);
+        auto p = ProxyPolicy::make(s, {});
+        REQUIRE(p);
+        return *p;
+    }
+    std::string label() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    // The head the client sent, once complete.
+    std::string request() const {
+        std::lock_guard<std::mutex> l(mu_);
+        return request_;
+    }
+
+  private:
+    void run() {
+        const int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) return;
+        const std::string req = read_head(fd);
+        {
+            std::lock_guard<std::mutex> l(mu_);
+            request_ = req;
+        }
+        if (!answer_.empty()) (void)!write(fd, answer_.data(), answer_.size());
+        if (!answer_.empty()) {
+            while (!stop_) poll(nullptr, 0, 20);
+        }
+        close(fd);
+    }
+
+    std::string answer_;
+    int lfd_ = -1;
+    uint16_t port_ = 0;
+    std::atomic<bool> stop_{false};
+    mutable std::mutex mu_;
+    std::string request_;
+    std::thread thread_;
+};
+
+// The outcome of one request through `proxy` to `url`.
+Result<HttpResponse> through(const ScriptedProxy& proxy, const char* url,
+                             const std::string& userinfo = "") {
+    loop::Loop uv;
+    std::optional<Result<HttpResponse>> got;
+    {
+        loop::UvScheduler sched(uv.get());
+        HttpRequest rq;
+        rq.url = *parse_url(url);
+        HttpOptions o;
+        o.proxy = proxy.policy(userinfo);
+        o.allow_insecure_transport = true;  // http:// to a name through the proxy
+        HttpClient::Handlers h;
+        h.on_done = [&](Result<HttpResponse> r) { got.emplace(std::move(r)); };
+        HttpClient c(uv.get(), sched, rq, o, h);
+        c.start();
+        REQUIRE(uv.run_until([&] { return got.has_value(); }, 20s));
+    }
+    CHECK(uv.close() == 0);
+    return std::move(*got);
+}
+
+}  // namespace
+
+TEST_CASE("proxy client: a refusal names the proxy and its status, never its page") {
+    ScriptedProxy proxy(
+        "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"x\"\r\n"
+        "Content-Length: 22\r\n\r\n<html>secret page</htm");
+    auto r = through(proxy, "https://a.example/x.tar.gz", "u:p%40ss@");
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code() == Errc::network);
+    // The proxy's URL carried credentials: shown as ***.
+    CHECK(r.error().message() == "https://a.example:443/x.tar.gz: proxy http://***@" +
+                                     proxy.label().substr(7) +
+                                     " refused CONNECT a.example:443: 407 Proxy Authentication "
+                                     "Required");
+    // CONNECT with the origin's authority and the credentials, decoded then encoded again.
+    CHECK(proxy.request().rfind("CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n", 0) ==
+          0);
+    CHECK(proxy.request().find("Proxy-Authorization: Basic dTpwQHNz\r\n") != std::string::npos);
+}
+
+TEST_CASE("proxy client: bytes after the 200 to CONNECT, or no answer at all, are refused") {
+    {
+        ScriptedProxy proxy("HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.1 200 OK\r\n");
+        auto r = through(proxy, "https://a.example/x");
+        REQUIRE_FALSE(r);
+        CHECK(r.error().message().find("sent data after its 200 to CONNECT a.example:443") !=
+              std::string::npos);
+    }
+    {
+        ScriptedProxy proxy("");
+        auto r = through(proxy, "https://a.example/x");
+        REQUIRE_FALSE(r);
+        CHECK(r.error().message().find("closed the connection before answering CONNECT") !=
+              std::string::npos);
+    }
+}
+
+TEST_CASE("proxy client: http:// goes to the proxy in absolute form") {
+    ScriptedProxy proxy("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+    auto r = through(proxy, "http://a.example:8080/x?y=1", "u:p@");
+    REQUIRE_MESSAGE(r, r.error().message());
+    CHECK(r->body == "ok");
+    CHECK(proxy.request().rfind("GET http://a.example:8080/x?y=1 HTTP/1.1\r\n", 0) == 0);
+    CHECK(proxy.request().find("Proxy-Authorization: Basic dTpw\r\n") != std::string::npos);
 }
