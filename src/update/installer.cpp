@@ -375,7 +375,7 @@ void Installer::verify_artifact() {
                   {{"version", pkg_->version}, {"subject", r->subject}, {"issuer", r->issuer}});
         post(Event::done);
     });
-    Verifier::Request req{artifact_->sha256_hex, pkg_->file->signature};
+    Verifier::Request req{artifact_->sha256_hex, pkg_->file->signature, pkg_->version};
     step_ = ports_.verifier.verify(std::move(req), std::move(done));
 }
 

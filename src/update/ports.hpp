@@ -105,6 +105,8 @@ class Verifier {
     struct Request {
         std::string sha256_hex;  // of the downloaded artifact
         std::string bundle_json;
+        // The offered version, canonical: fills `{version}` in the identity's certificate fields.
+        std::string version;
     };
     struct Verified {
         std::string subject;
