@@ -29,7 +29,12 @@ Result<update::Verifier::Verified> check(const std::string& root_file,
     bound.fields = std::move(*fields);
     auto v = verify::verify_bundle(*root, request.bundle_json, *digest, bound);
     if (!v) return v.fail();
-    return update::Verifier::Verified{v->subject, v->issuer};
+    std::string checked;
+    for (const verify::FieldCheck& f : v->fields) {
+        checked += (checked.empty() ? "" : " ") + std::string(verify::field_name(f.field)) + "=\"" +
+                   f.value + "\"";
+    }
+    return update::Verifier::Verified{v->subject, v->issuer, checked};
 }
 
 }  // namespace

@@ -111,6 +111,9 @@ class Verifier {
     struct Verified {
         std::string subject;
         std::string issuer;
+        // The certificate fields checked against the offer, for the log:
+        // `sourceRepositoryRef="refs/tags/v0.158.0" ...`; "" when none are configured.
+        std::string fields = {};
     };
     [[nodiscard]] virtual std::unique_ptr<Step> verify(Request request,
                                                        Callback<Verified> done) = 0;

@@ -512,6 +512,9 @@ TEST_CASE("update: the signer identity is bound to the offered version") {
     REQUIRE_MESSAGE(st, rig.record() << "\nlog:\n" << u.log());
     CHECK_MESSAGE(st->status == "Installed", st->error);
     check_settled(rig, "0.117.0");
+    // The log says which certificate facts the install was bound to.
+    CHECK_MESSAGE(u.log().find("identity_fields=") != std::string::npos, u.log());
+    CHECK(u.log().find("refs/tags/v0.117.0") != std::string::npos);
     CHECK(u.stop() == 0);
 }
 
