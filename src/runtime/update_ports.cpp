@@ -5,6 +5,7 @@
 #include "hash/sha256.hpp"
 #include "loop/step.hpp"
 #include "net/http_client.hpp"
+#include "version/version.hpp"
 
 namespace myr::runtime {
 namespace {
@@ -16,9 +17,24 @@ Result<update::Verifier::Verified> check(const std::string& root_file,
     if (!digest) return digest.fail("artifact digest");
     auto root = verify::load_trusted_root(root_file);
     if (!root) return root.fail("trusted root");
-    auto v = verify::verify_bundle(*root, request.bundle_json, *digest, identity);
+    // The offered version is canonical (update/check names the install by it): no braces to
+    // expand again, no leading 'v' to double the one a template writes. Checked, not assumed.
+    if (!version::is_canonical(request.version)) {
+        return fail("signer identity: offered version \"" + request.version +
+                    "\" is not in canonical form");
+    }
+    verify::Identity bound = identity;
+    auto fields = verify::bind_version(identity.fields, request.version);
+    if (!fields) return fields.fail("signer identity");
+    bound.fields = std::move(*fields);
+    auto v = verify::verify_bundle(*root, request.bundle_json, *digest, bound);
     if (!v) return v.fail();
-    return update::Verifier::Verified{v->subject, v->issuer};
+    std::string checked;
+    for (const verify::FieldCheck& f : v->fields) {
+        checked += (checked.empty() ? "" : " ") + std::string(verify::field_name(f.field)) + "=\"" +
+                   f.value + "\"";
+    }
+    return update::Verifier::Verified{v->subject, v->issuer, checked};
 }
 
 }  // namespace

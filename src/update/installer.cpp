@@ -371,11 +371,18 @@ void Installer::verify_artifact() {
     }
     auto done = bound([this](Result<Verifier::Verified> r) {
         if (!r) return fail_with(Failure::signature, "signature: " + r.error().message());
-        log::info("update: signature verified",
-                  {{"version", pkg_->version}, {"subject", r->subject}, {"issuer", r->issuer}});
+        if (r->fields.empty()) {
+            log::info("update: signature verified",
+                      {{"version", pkg_->version}, {"subject", r->subject}, {"issuer", r->issuer}});
+        } else {
+            log::info("update: signature verified", {{"version", pkg_->version},
+                                                     {"subject", r->subject},
+                                                     {"issuer", r->issuer},
+                                                     {"identity_fields", r->fields}});
+        }
         post(Event::done);
     });
-    Verifier::Request req{artifact_->sha256_hex, pkg_->file->signature};
+    Verifier::Request req{artifact_->sha256_hex, pkg_->file->signature, pkg_->version};
     step_ = ports_.verifier.verify(std::move(req), std::move(done));
 }
 

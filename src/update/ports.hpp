@@ -105,10 +105,15 @@ class Verifier {
     struct Request {
         std::string sha256_hex;  // of the downloaded artifact
         std::string bundle_json;
+        // The offered version, canonical: fills `{version}` in the identity's certificate fields.
+        std::string version;
     };
     struct Verified {
         std::string subject;
         std::string issuer;
+        // The certificate fields checked against the offer, for the log:
+        // `sourceRepositoryRef="refs/tags/v0.158.0" ...`; "" when none are configured.
+        std::string fields = {};
     };
     [[nodiscard]] virtual std::unique_ptr<Step> verify(Request request,
                                                        Callback<Verified> done) = 0;
