@@ -13,6 +13,7 @@ struct UpdaterConfig {
     std::string endpoint = "ws://127.0.0.1:1/v1/opamp";  // nothing listens: the agent retries
     std::string enrollment_token_file;
     std::string ca_file;
+    std::optional<bool> allow_insecure_transport;  // server.allowInsecureTransport
     // update
     bool require_signature = false;
     std::string trusted_root_file;
@@ -58,7 +59,8 @@ struct UpdaterConfig {
     // container.terminationMessagePath. "" writes "" (off): a test machine that is itself a
     // Kubernetes pod has a /dev/termination-log of its own, which no test may overwrite.
     std::string termination_message_path;
-    int health_port = 0;          // container.healthListen on 127.0.0.1; 0 writes "" (probes off)
+    int health_port = 0;        // container.healthListen on 127.0.0.1; 0 writes "" (probes off)
+    std::string health_listen;  // container.healthListen as given ("[::1]:13135"), over health_port
     std::optional<bool> metrics;  // container.metrics (unset: the default, on)
 
     std::string yaml() const;
