@@ -7,6 +7,8 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <chrono>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -22,6 +24,39 @@ using namespace std::chrono_literals;
 inline bool listening(const std::string& host, int port) {
     return !http_get(host, port, "/", 1s).error.starts_with("connect");
 }
+
+// Latencies of probes (GET on new connections) taken while something else happens: the loop
+// that serves them must never block.
+class Latencies {
+  public:
+    void sample(const std::string& host, int port, const std::string& path) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const int status = http_get(host, port, path, 5s).status;
+        const std::chrono::duration<double, std::milli> d = std::chrono::steady_clock::now() - t0;
+        if (status != 200) ++failed_;
+        ms_.push_back(d.count());
+    }
+    size_t count() const { return ms_.size(); }
+    int failed() const { return failed_; }
+    // The p-th percentile in ms (0 without samples).
+    double percentile(double p) const {
+        if (ms_.empty()) return 0;
+        std::vector<double> v = ms_;
+        std::sort(v.begin(), v.end());
+        const auto at = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1));
+        return v[at];
+    }
+    std::string summary() const {
+        std::ostringstream o;
+        o << ms_.size() << " probes, p50 " << percentile(50) << " ms, p99 " << percentile(99)
+          << " ms, max " << percentile(100) << " ms, " << failed_ << " failed";
+        return o.str();
+    }
+
+  private:
+    std::vector<double> ms_;
+    int failed_ = 0;
+};
 
 // One nginx master process (`daemon off`) serving `servers` (the `server { … }` blocks) under
 // `prefix`. Every request goes to prefix/access.log with the bytes sent (`$bytes_sent`, head and
