@@ -202,7 +202,7 @@ class Toxiproxy {
     }
     explicit Toxiproxy(const std::string& bin) : api_port_(reserve_port()) {
         proc_.emplace(Process::spawn(
-            {bin, "-host", "127.0.0.1", "-port", std::to_string(api_port_)}));
+            {bin, "-host", "127.0.0.1", "-port", std::to_string(api_port_), "-proxy-metrics"}));
         REQUIRE_MESSAGE(wait_until([&] { return api("GET", "/version").first == 200; }, 10s, 20ms),
                         "toxiproxy did not start: " << proc_->err());
     }
@@ -231,6 +231,18 @@ class Toxiproxy {
     void remove(const std::string& proxy, const std::string& toxic) {
         auto r = api("DELETE", "/proxies/" + proxy + "/toxics/" + toxic);
         REQUIRE_MESSAGE(r.first == 204, "toxiproxy: remove " << toxic << ": " << r.second);
+    }
+    // toxiproxy_proxy_sent_bytes_total of `proxy` in `direction` (downstream: to the client).
+    double sent_bytes(const std::string& proxy, const std::string& direction = "downstream") const {
+        std::istringstream in(api("GET", "/metrics").second);
+        for (std::string l; std::getline(in, l);) {
+            if (l.starts_with("toxiproxy_proxy_sent_bytes_total{") &&
+                l.find("direction=\"" + direction + "\"") != l.npos &&
+                l.find("proxy=\"" + proxy + "\"") != l.npos) {
+                return std::stod(l.substr(l.rfind(' ') + 1));
+            }
+        }
+        return 0;
     }
     // The status and body of one API call.
     std::pair<int, std::string> api(const std::string& method, const std::string& path,
