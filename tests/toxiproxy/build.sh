@@ -9,33 +9,19 @@
 # Exit 1: the build failed; the Go output says why.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-go=${MYR_GO:-$(command -v go || echo /usr/local/go/bin/go)}
-if ! [ -x "$go" ]; then
-    echo "toxiproxy: no Go toolchain (looked for go on PATH and /usr/local/go/bin/go): the bad-link tests will skip" >&2
-    exit 77
-fi
-cache=${MYR_REAL_CACHE:-$HOME/.cache/myriarch}
-export GOMODCACHE=$cache/go/mod GOCACHE=$cache/go/build GOFLAGS="-p=${MYR_GO_PROCS:-2} -buildvcs=false -mod=readonly"
-export GOTOOLCHAIN=local CGO_ENABLED=0
+. "$here/../real/go_cache.sh"
+myr_go_env "the bad-link tests"
 
 key=$( { "$go" version; cd "$here" && cat go.mod go.sum tools.go; } | sha256sum | cut -c1-16)
 out=$cache/toxiproxy/$key
-mkdir -p "$cache/toxiproxy"
-exec 9>"$cache/toxiproxy/.lock"
-flock 9  # two test runs at once build once; the second waits and finds the result
-if [ -x "$out/toxiproxy-server" ]; then
-    echo "toxiproxy: cached in $out" >&2
-    echo "MYR_TOXIPROXY=$out/toxiproxy-server"
-    exit 0
-fi
-tmp=$out.tmp.$$
-rm -rf "$tmp" && mkdir -p "$tmp"
-trap 'rm -rf "$tmp"' EXIT
-cd "$here"
-t0=$(date +%s)
-nice "$go" mod download
-nice "$go" build -trimpath -o "$tmp/toxiproxy-server" github.com/Shopify/toxiproxy/v2/cmd/server
-rm -rf "$out" && mv "$tmp" "$out"
-trap - EXIT
-echo "toxiproxy: built in $out ($(($(date +%s) - t0)) s)" >&2
+cached() { [ -x "$out/toxiproxy-server" ]; }
+build() {
+    local t0
+    cd "$here"
+    t0=$(date +%s)
+    nice "$go" mod download
+    nice "$go" build -trimpath -o "$1/toxiproxy-server" github.com/Shopify/toxiproxy/v2/cmd/server
+    timing="$(($(date +%s) - t0)) s"
+}
+myr_go_cached_build toxiproxy "$cache/toxiproxy" "$out" cached build
 echo "MYR_TOXIPROXY=$out/toxiproxy-server"

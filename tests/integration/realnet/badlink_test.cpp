@@ -141,12 +141,12 @@ TEST_CASE("bad link: a signed release over 300 ms, 1 Mbit/s, two cuts and a stal
 
     const double floor = static_cast<double>(size) / kLinkBytesPerSecond;
     const double crossed = link.sent_bytes("artifacts");
-    MESSAGE("bad link: " << size << " bytes installed in " << took.count() << " s; the link's floor "
-                         << floor << " s (size / 1 Mbit/s); ratio " << took.count() / floor
-                         << "; " << crossed << " bytes crossed the link ("
+    MESSAGE("bad link: " << size << " bytes installed in " << took.count()
+                         << " s; the link's floor " << floor << " s (size / 1 Mbit/s); ratio "
+                         << took.count() / floor << "; " << static_cast<uint64_t>(crossed)
+                         << " bytes crossed the link ("
                          << 100.0 * crossed / static_cast<double>(size) << " % of the artifact); "
-                         << requests_for(nginx, big) << " requests; /healthz "
-                         << probes.summary());
+                         << requests_for(nginx, big) << " requests; /healthz " << probes.summary());
     MESSAGE("access log:\n" << nginx.log_text());
     CHECK(crossed > 0);
     CHECK(crossed <= 1.2 * static_cast<double>(size));

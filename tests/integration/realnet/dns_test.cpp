@@ -51,19 +51,19 @@ class EmptyEtc {
 // A loopback address of this process's own (127.53.x.y), so that parallel runs do not meet.
 std::string own_address(int salt) {
     const int p = static_cast<int>(::getpid());
-    return "127.53." + std::to_string(p % 250 + 1) + "." + std::to_string((p / 250 + salt) % 250 + 1);
+    return "127.53." + std::to_string(p % 250 + 1) + "." +
+           std::to_string((p / 250 + salt) % 250 + 1);
 }
 
 // A UDP socket on address:53 that never reads: a DNS server that does not answer.
 Process silent_server(const std::string& address, const std::string& ready) {
-    Process p = Process::spawn(
-        {"python3", "-c",
-         "import socket, sys, time\n"
-         "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-         "s.bind((sys.argv[1], 53))\n"
-         "open(sys.argv[2], 'w').close()\n"
-         "time.sleep(3600)\n",
-         address, ready});
+    Process p = Process::spawn({"python3", "-c",
+                                "import socket, sys, time\n"
+                                "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                                "s.bind((sys.argv[1], 53))\n"
+                                "open(sys.argv[2], 'w').close()\n"
+                                "time.sleep(3600)\n",
+                                address, ready});
     REQUIRE_MESSAGE(wait_until([&] { return exists(ready); }, 10s, 20ms), p.err());
     return p;
 }
@@ -129,9 +129,9 @@ TEST_CASE("dns: dnsmasq alone resolves the fleet and artifact servers in an empt
     REQUIRE_MESSAGE(wait_until(done, 120s, 50ms), rig.record() << "\nlog:\n" << u.log());
     st = *rig.wait_status("0.118.0", "", from);
     CHECK(st.status == "InstallFailed");
-    CHECK_MESSAGE(st.error.find("resolve silent.test: temporary failure, after 5 tries") !=
-                      std::string::npos,
-                  st.error);
+    CHECK_MESSAGE(
+        st.error.find("resolve silent.test: temporary failure, after 5 tries") != std::string::npos,
+        st.error);
     MESSAGE("a DNS server that never answers: " << st.error << "; /healthz meanwhile "
                                                 << probes.summary());
     CHECK(probes.failed() == 0);

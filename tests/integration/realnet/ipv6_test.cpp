@@ -28,8 +28,9 @@ TEST_CASE("ipv6: OpAMP, probes and a download on [::1]") {
     if (!has_ipv6_loopback()) MYR_SKIP("this machine has no ::1 (/proc/net/if_inet6)");
     Rig rig;
     // The OpAMP server again, on ::1 only.
-    rig.server.emplace(rig.dir, std::vector<std::string>{"--commands", rig.commands, "--host", "::1"},
-                       0, "server6");
+    rig.server.emplace(rig.dir,
+                       std::vector<std::string>{"--commands", rig.commands, "--host", "::1"}, 0,
+                       "server6");
     const int web = reserve_port();
     Nginx nginx(rig.dir / "nginx",
                 "  server {\n    listen [::1]:" + std::to_string(web) + ";\n    root " +

@@ -31,14 +31,13 @@ struct NginxRig {
         const std::string pa = std::to_string(a), pb = std::to_string(b);
         const std::string servers =
             "  server {\n    listen 127.0.0.1:" + pa + ";\n    root " + rig.dir.path() + ";\n" +
-            "    location /artifacts/ { }\n" +
-            "    location /slow/ { alias " + arts + "; limit_rate 16m; }\n" +
+            "    location /artifacts/ { }\n" + "    location /slow/ { alias " + arts +
+            "; limit_rate 16m; }\n" +
             "    location /redirect/ { rewrite ^/redirect/(.*)$ http://127.0.0.1:" + pb +
             "/artifacts/$1 redirect; }\n" +
             "    location /redirect-out/ { rewrite ^/redirect-out/(.*)$ http://127.0.0.1:" + pb +
-            "/other/$1 redirect; }\n" +
-            "    location /gzip-static/ { alias " + arts + "; gzip_static always; }\n" +
-            "    location /gzip-on/ { alias " + arts +
+            "/other/$1 redirect; }\n" + "    location /gzip-static/ { alias " + arts +
+            "; gzip_static always; }\n" + "    location /gzip-on/ { alias " + arts +
             "; gzip on; gzip_types *; gzip_min_length 0; gzip_proxied any; }\n" +
             // sub_filter rewrites the body, so nginx drops Content-Length (and the ETag): an
             // HTTP/1.1 answer goes chunked. The pattern never occurs in an archive.
@@ -49,8 +48,8 @@ struct NginxRig {
             arts + "; }\n    location /other/ { alias " + arts + "; }\n  }\n";
         nginx.emplace(rig.dir / "nginx", servers, std::vector<int>{a, b});
         rig.cfg.allowed_download_prefixes.clear();
-        for (const char* p :
-             {"artifacts", "slow", "redirect", "redirect-out", "gzip-static", "gzip-on", "chunked"}) {
+        for (const char* p : {"artifacts", "slow", "redirect", "redirect-out", "gzip-static",
+                              "gzip-on", "chunked"}) {
             rig.cfg.allowed_download_prefixes.push_back(url(p, ""));
         }
         rig.cfg.allowed_download_prefixes.push_back("http://127.0.0.1:" + pb + "/artifacts/");
@@ -65,15 +64,19 @@ struct NginxRig {
         o.url = url(location, file);
         return o;
     }
+    // The updater on 0.116.0, settled; v117 and v118 are releases of 0.117.0 and 0.118.0.
     void start() {
         rig.configure(rig.release("0.116.0"));
         u.emplace(rig.config());
         rig.settle(*u);
+        v117 = rig.tar_gz(rig.release("0.117.0"), "v117.tar.gz");
+        v118 = rig.tar_gz(rig.release("0.118.0"), "v118.tar.gz");
     }
     Rig rig;
     int a, b;
     std::optional<Nginx> nginx;
     std::optional<Updater> u;
+    std::string v117, v118;
 };
 
 Status installed(NginxRig& n, const Offer& o) {
@@ -82,6 +85,15 @@ Status installed(NginxRig& n, const Offer& o) {
                                                      << n.nginx->log_text() << "\nlog:\n"
                                                      << n.u->log());
     check_settled(n.rig, o.version);
+    return st;
+}
+
+// An offer that must fail with an error holding `why`, leaving `active` installed and intact.
+Status refused(NginxRig& n, const Offer& o, const std::string& why, const std::string& active) {
+    Status st = final_status(n.rig, *n.u, o);
+    CHECK(st.status == "InstallFailed");
+    CHECK_MESSAGE(st.error.find(why) != std::string::npos, st.error);
+    check_settled(n.rig, active);
     return st;
 }
 
@@ -95,21 +107,15 @@ TEST_CASE("nginx: a redirect to another vhost's allowed prefix is followed; to a
     if (!can_run_pid1()) return;
     NginxRig n;
     n.start();
-    const std::string v117 = n.rig.tar_gz(n.rig.release("0.117.0"), "v117.tar.gz");
-    installed(n, n.offer("0.117.0", "redirect", v117));
+    installed(n, n.offer("0.117.0", "redirect", n.v117));
     const std::string log = n.nginx->log_text();
     CHECK_MESSAGE(log.find("GET /redirect/v117.tar.gz 302") != std::string::npos, log);
     CHECK_MESSAGE(log.find("GET /artifacts/v117.tar.gz 200") != std::string::npos, log);
 
-    const std::string v118 = n.rig.tar_gz(n.rig.release("0.118.0"), "v118.tar.gz");
-    Status st = final_status(n.rig, *n.u, n.offer("0.118.0", "redirect-out", v118));
-    CHECK(st.status == "InstallFailed");
-    CHECK_MESSAGE(st.error.find("refused (rule prefix): not below any allowed download prefix") !=
-                      std::string::npos,
-                  st.error);
+    Status st = refused(n, n.offer("0.118.0", "redirect-out", n.v118),
+                        "refused (rule prefix): not below any allowed download prefix", "0.117.0");
     CHECK_MESSAGE(st.error.find("/other/v118.tar.gz") != std::string::npos, st.error);
     CHECK(n.nginx->log_text().find("GET /other/") == std::string::npos);
-    check_settled(n.rig, "0.117.0");
     CHECK(n.u->stop() == 0);
 }
 
@@ -117,17 +123,12 @@ TEST_CASE("nginx: a chunked body without Content-Length is installed, its hash c
     if (!can_run_pid1()) return;
     NginxRig n;
     n.start();
-    const std::string v117 = n.rig.tar_gz(n.rig.release("0.117.0"), "v117.tar.gz");
-    installed(n, n.offer("0.117.0", "chunked", v117));
+    installed(n, n.offer("0.117.0", "chunked", n.v117));
     CHECK(n.nginx->log_text().find("GET /chunked/v117.tar.gz 200") != std::string::npos);
     // The same body under another hash: the bytes are compared, not the framing trusted.
-    const std::string v118 = n.rig.tar_gz(n.rig.release("0.118.0"), "v118.tar.gz");
-    Offer wrong = n.offer("0.118.0", "chunked", v118);
-    wrong.sha256 = n.rig.sha_of(v117);
-    Status st = final_status(n.rig, *n.u, wrong);
-    CHECK(st.status == "InstallFailed");
-    CHECK_MESSAGE(st.error.find("content hash mismatch") != std::string::npos, st.error);
-    check_settled(n.rig, "0.117.0");
+    Offer wrong = n.offer("0.118.0", "chunked", n.v118);
+    wrong.sha256 = n.rig.sha_of(n.v117);
+    refused(n, wrong, "content hash mismatch", "0.117.0");
     CHECK(n.u->stop() == 0);
 }
 
@@ -135,22 +136,21 @@ TEST_CASE("nginx: Content-Encoding gzip is refused by name; `gzip on` sends the 
     if (!can_run_pid1()) return;
     NginxRig n;
     n.start();
-    const std::string v117 = n.rig.tar_gz(n.rig.release("0.117.0"), "v117.tar.gz");
     // gzip_static serves <file>.gz in place of <file> with Content-Encoding: gzip.
-    REQUIRE(run({"sh", "-c", "gzip -1 -c " + n.rig.artifacts + "/" + v117 + " >" +
-                                 n.rig.artifacts + "/" + v117 + ".gz"})
+    REQUIRE(run({"sh", "-c",
+                 "gzip -1 -c " + n.rig.artifacts + "/" + n.v117 + " >" + n.rig.artifacts + "/" +
+                     n.v117 + ".gz"})
                 .exit_code == 0);
-    Status st = final_status(n.rig, *n.u, n.offer("0.117.0", "gzip-static", v117));
-    CHECK(st.status == "InstallFailed");
-    CHECK_MESSAGE(st.error.rfind("download: the server sent the body with Content-Encoding: gzip",
+    Status st = refused(n, n.offer("0.117.0", "gzip-static", n.v117),
+                        "the server sent the body with Content-Encoding: gzip", "0.116.0");
+    CHECK_MESSAGE(st.error.rfind("download: the server sent the body with Content-Encoding: gzip, "
+                                 "although the request accepts only the identity",
                                  0) == 0,
                   st.error);
-    check_settled(n.rig, "0.116.0");
     // The refusal is deterministic (the same request gets the same answer), like a 404: that
     // release is quarantined. Another one over `gzip on`: the request says it accepts only the
     // identity, and nginx's gzip filter leaves the body alone.
-    const std::string v118 = n.rig.tar_gz(n.rig.release("0.118.0"), "v118.tar.gz");
-    installed(n, n.offer("0.118.0", "gzip-on", v118));
+    installed(n, n.offer("0.118.0", "gzip-on", n.v118));
     const std::string log = n.nginx->log_text();
     CHECK_MESSAGE(log.find("GET /gzip-on/v118.tar.gz 200") != std::string::npos, log);
     CHECK_MESSAGE(log.find("ae=\"identity\"") != std::string::npos, log);

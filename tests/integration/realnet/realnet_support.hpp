@@ -68,21 +68,34 @@ class Nginx {
         REQUIRE(run({"mkdir", "-p", prefix + "/tmp", prefix + "/logs"}).exit_code == 0);
         // `user root`: the test runs as root and serves files from its own temp dir; the worker
         // needs no other account (the image's `nobody` cannot read a 0700 temp dir).
-        write_file(prefix + "/nginx.conf",
-                   "daemon off;\nmaster_process on;\nworker_processes 1;\nuser root;\n"
-                   "pid " + prefix + "/nginx.pid;\nerror_log " + prefix + "/logs/error.log info;\n"
-                   "events { worker_connections 64; }\n"
-                   "http {\n"
-                   "  default_type application/octet-stream;\n"
-                   "  log_format bytes '$request_method $uri $status $bytes_sent "
-                   "range=\"$http_range\" if_range=\"$http_if_range\" ae=\"$http_accept_encoding\"';\n"
-                   "  access_log " + prefix + "/logs/access.log bytes;\n"
-                   "  client_body_temp_path " + prefix + "/tmp/body;\n"
-                   "  proxy_temp_path " + prefix + "/tmp/proxy;\n"
-                   "  fastcgi_temp_path " + prefix + "/tmp/fastcgi;\n"
-                   "  uwsgi_temp_path " + prefix + "/tmp/uwsgi;\n"
-                   "  scgi_temp_path " + prefix + "/tmp/scgi;\n" +
-                       servers + "}\n");
+        write_file(
+            prefix + "/nginx.conf",
+            "daemon off;\nmaster_process on;\nworker_processes 1;\nuser root;\n"
+            "pid " +
+                prefix + "/nginx.pid;\nerror_log " + prefix +
+                "/logs/error.log info;\n"
+                "events { worker_connections 64; }\n"
+                "http {\n"
+                "  default_type application/octet-stream;\n"
+                "  log_format bytes '$request_method $uri $status $bytes_sent "
+                "range=\"$http_range\" if_range=\"$http_if_range\" ae=\"$http_accept_encoding\"';\n"
+                "  access_log " +
+                prefix +
+                "/logs/access.log bytes;\n"
+                "  client_body_temp_path " +
+                prefix +
+                "/tmp/body;\n"
+                "  proxy_temp_path " +
+                prefix +
+                "/tmp/proxy;\n"
+                "  fastcgi_temp_path " +
+                prefix +
+                "/tmp/fastcgi;\n"
+                "  uwsgi_temp_path " +
+                prefix +
+                "/tmp/uwsgi;\n"
+                "  scgi_temp_path " +
+                prefix + "/tmp/scgi;\n" + servers + "}\n");
         start();
     }
     ~Nginx() { stop(); }
@@ -140,27 +153,19 @@ class Dnsmasq {
     Dnsmasq(const std::string& dir, const std::string& address,
             const std::vector<std::string>& records)
         : log_(dir + "/dnsmasq.log") {
-        std::vector<std::string> argv = {"dnsmasq",
-                                         "--keep-in-foreground",
-                                         "--conf-file=/dev/null",
-                                         "--no-resolv",
-                                         "--no-hosts",
-                                         "--no-poll",
-                                         "--bind-interfaces",
-                                         "--listen-address=" + address,
-                                         "--port=53",
-                                         "--user=root",
-                                         "--pid-file=" + dir + "/dnsmasq.pid",
-                                         "--log-queries",
-                                         "--log-facility=" + log_,
-                                         // Names not listed are answered NXDOMAIN, not forwarded.
-                                         "--local=/test/"};
+        std::vector<std::string> argv = {
+            "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
+            "--no-poll", "--bind-interfaces", "--listen-address=" + address, "--port=53",
+            "--user=root", "--pid-file=" + dir + "/dnsmasq.pid", "--log-queries",
+            "--log-facility=" + log_,
+            // Names not listed are answered NXDOMAIN, not forwarded.
+            "--local=/test/"};
         for (const std::string& r : records) argv.push_back("--address=/" + r);
         proc_.emplace(Process::spawn(argv));
-        REQUIRE_MESSAGE(wait_until([&] { return read_file(log_).find("started") !=
-                                                std::string::npos; },
-                                   10s, 20ms),
-                        "dnsmasq did not start: " << proc_->err() << read_file(log_));
+        REQUIRE_MESSAGE(
+            wait_until([&] { return read_file(log_).find("started") != std::string::npos; }, 10s,
+                       20ms),
+            "dnsmasq did not start: " << proc_->err() << read_file(log_));
     }
     ~Dnsmasq() {
         proc_->signal(SIGTERM);
@@ -186,16 +191,19 @@ class Dnsmasq {
 };
 
 // The Toxiproxy server (built by tests/toxiproxy/build.sh) on 127.0.0.1, driven over its HTTP API
-// with curl. "" from binary() when it cannot be built here (no Go toolchain): the case skips.
+// with curl. "" from binary() when it cannot be built here (no Go toolchain): the case skips; a
+// failed build fails it.
 class Toxiproxy {
   public:
     static std::string binary(std::string* why) {
         RunResult r = run({"bash", source_dir() + "/tests/toxiproxy/build.sh"}, 600s);
         const size_t at = r.out.rfind("MYR_TOXIPROXY=");
-        if (r.exit_code != 0 || at == std::string::npos) {
-            *why = "tests/toxiproxy/build.sh: exit " + std::to_string(r.exit_code) + ": " + r.err;
+        if (r.exit_code == 77) {  // no Go toolchain here
+            *why = "tests/toxiproxy/build.sh: " + r.err;
             return "";
         }
+        REQUIRE_MESSAGE((r.exit_code == 0 && at != std::string::npos),
+                        "tests/toxiproxy/build.sh: exit " << r.exit_code << ": " << r.err);
         std::string path = r.out.substr(at + 14);
         while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
         return path;
@@ -247,11 +255,19 @@ class Toxiproxy {
     // The status and body of one API call.
     std::pair<int, std::string> api(const std::string& method, const std::string& path,
                                     const std::string& body = "") const {
-        std::vector<std::string> argv = {"curl", "-sS", "-o", "-", "-w", "\n%{http_code}",
-                                         "-X", method, "--max-time", "10",
+        std::vector<std::string> argv = {"curl",
+                                         "-sS",
+                                         "-o",
+                                         "-",
+                                         "-w",
+                                         "\n%{http_code}",
+                                         "-X",
+                                         method,
+                                         "--max-time",
+                                         "10",
                                          "http://127.0.0.1:" + std::to_string(api_port_) + path};
-        if (!body.empty()) argv.insert(argv.end(), {"-H", "Content-Type: application/json",
-                                                    "--data", body});
+        if (!body.empty())
+            argv.insert(argv.end(), {"-H", "Content-Type: application/json", "--data", body});
         RunResult r = run(argv, 15s);
         const size_t nl = r.out.rfind('\n');
         if (r.exit_code != 0 || nl == std::string::npos) return {0, r.err};
