@@ -22,6 +22,6 @@ while [ "$i" -le "$rounds" ]; do
         echo "badlink.sh: round $i failed; see $build/meson-logs/testlog.txt" >&2
         exit 1
     fi
-    echo "round $i: $(grep -o 'bad link: .*' "$build/meson-logs/testlog.txt" | head -1)"
+    grep -o 'MESSAGE: bad link: .*' "$build/meson-logs/testlog.txt" | sed "s/^MESSAGE: /round $i: /"
     i=$((i + 1))
 done

@@ -45,6 +45,18 @@ bool established_to(int port) {
     return false;
 }
 
+// Seconds since midnight of the updater's first log line holding `needle` (its `ts=` field,
+// 2026-12-03T13:24:42.740Z), or -1.
+double log_time(const std::string& log, const std::string& needle) {
+    const size_t at = log.find(needle);
+    if (at == std::string::npos) return -1;
+    const size_t line = log.rfind('\n', at) + 1;  // npos + 1 == 0: the first line
+    const size_t t = log.find('T', log.find("ts=", line));
+    if (t == std::string::npos || t > at) return -1;
+    return std::stod(log.substr(t + 1, 2)) * 3600 + std::stod(log.substr(t + 4, 2)) * 60 +
+           std::stod(log.substr(t + 7, 6));
+}
+
 int requests_for(const Nginx& nginx, const std::string& file) {
     int n = 0;
     for (const std::string& l : nginx.log()) n += l.find(file) != std::string::npos;
@@ -147,6 +159,16 @@ TEST_CASE("bad link: a signed release over 300 ms, 1 Mbit/s, two cuts and a stal
                          << " bytes crossed the link ("
                          << 100.0 * crossed / static_cast<double>(size) << " % of the artifact); "
                          << requests_for(nginx, big) << " requests; /healthz " << probes.summary());
+    // Where the time went: the download (from the state `downloading` to `verifying`) against
+    // the floor, and the install after it.
+    const std::string ulog = u.log();
+    const double downloading = log_time(ulog, "state=downloading from=checking");
+    const double verifying = log_time(ulog, "state=verifying from=downloading");
+    const double committed = log_time(ulog, "state=committed");
+    MESSAGE("bad link: the download took " << verifying - downloading << " s ("
+                                           << static_cast<double>(size) / (verifying - downloading)
+                                           << " B/s on average), the install after it "
+                                           << committed - verifying << " s");
     MESSAGE("access log:\n" << nginx.log_text());
     CHECK(crossed > 0);
     CHECK(crossed <= 1.2 * static_cast<double>(size));
