@@ -3,6 +3,7 @@
 // by several locations, each one way a real server differs from the project's own test server:
 //   A /artifacts/    static files: nginx's own Range, If-Range and ETag
 //   A /slow/         the same at a capped rate, for a cut mid-body
+//   A /trickle/      the same at 1 MB/s
 //   A /redirect/     302 to vhost B's /artifacts/ (an allowed prefix)
 //   A /redirect-out/ 302 to vhost B's /other/ (not an allowed prefix)
 //   A /gzip-static/  `gzip_static always`: the pre-gzipped file, Content-Encoding gzip, whatever
@@ -32,7 +33,8 @@ struct NginxRig {
         const std::string servers =
             "  server {\n    listen 127.0.0.1:" + pa + ";\n    root " + rig.dir.path() + ";\n" +
             "    location /artifacts/ { }\n" + "    location /slow/ { alias " + arts +
-            "; limit_rate 16m; }\n" +
+            "; limit_rate 16m; }\n" + "    location /trickle/ { alias " + arts +
+            "; limit_rate 1m; }\n" +
             "    location /redirect/ { rewrite ^/redirect/(.*)$ http://127.0.0.1:" + pb +
             "/artifacts/$1 redirect; }\n" +
             "    location /redirect-out/ { rewrite ^/redirect-out/(.*)$ http://127.0.0.1:" + pb +
@@ -48,8 +50,8 @@ struct NginxRig {
             arts + "; }\n    location /other/ { alias " + arts + "; }\n  }\n";
         nginx.emplace(rig.dir / "nginx", servers, std::vector<int>{a, b});
         rig.cfg.allowed_download_prefixes.clear();
-        for (const char* p : {"artifacts", "slow", "redirect", "redirect-out", "gzip-static",
-                              "gzip-on", "chunked"}) {
+        for (const char* p : {"artifacts", "slow", "trickle", "redirect", "redirect-out",
+                              "gzip-static", "gzip-on", "chunked"}) {
             rig.cfg.allowed_download_prefixes.push_back(url(p, ""));
         }
         rig.cfg.allowed_download_prefixes.push_back("http://127.0.0.1:" + pb + "/artifacts/");
@@ -154,6 +156,43 @@ TEST_CASE("nginx: Content-Encoding gzip is refused by name; `gzip on` sends the 
     const std::string log = n.nginx->log_text();
     CHECK_MESSAGE(log.find("GET /gzip-on/v118.tar.gz 200") != std::string::npos, log);
     CHECK_MESSAGE(log.find("ae=\"identity\"") != std::string::npos, log);
+    CHECK(n.u->stop() == 0);
+}
+
+// The file changes on the server while the download is cut (here: its mtime, which nginx's ETag
+// holds): nginx answers the Range with If-Range holding the old ETag by a 200 with the whole
+// file, and the downloader starts the part again from zero.
+TEST_CASE("nginx: a file changed under a cut download is fetched again whole (If-Range, 200)") {
+    if (!can_run_pid1()) return;
+    NginxRig n;
+    n.start();
+    const std::string mid = n.rig.tar_gz_padded(n.rig.release("0.117.0"), "mid.tar.gz", 3);
+    const std::string path = n.rig.artifacts + "/" + mid;
+    const uint64_t size = size_of(path);
+    const std::string part = n.rig.spool() + "/" + n.rig.sha_of(mid) + ".part";
+    const size_t from = n.rig.mark();
+    n.rig.offer(n.offer("0.117.0", "trickle", mid));
+    REQUIRE_MESSAGE(
+        wait_until([&] { return exists(part) && size_of(part) >= size / 3; }, 60s, 20ms),
+        "the part never reached a third; log:\n"
+            << n.u->log());
+    n.nginx->stop();
+    REQUIRE(run({"touch", "-d", "+1 hour", path}).exit_code == 0);
+    n.nginx->start();
+    auto st = n.rig.wait_status("0.117.0", "", from, 120s);
+    REQUIRE_MESSAGE(st, n.rig.record() << "\nlog:\n" << n.u->log());
+    const std::string log = n.nginx->log_text();
+    CHECK_MESSAGE(st->status == "Installed", st->error << "\naccess log:\n" << log);
+    check_settled(n.rig, "0.117.0");
+    // A Range with If-Range answered 200: the whole file again.
+    bool whole = false;
+    for (const std::string& l : n.nginx->log()) {
+        whole = whole || (l.starts_with("GET /trickle/" + mid + " 200 ") &&
+                          l.find("range=\"bytes=") != std::string::npos);
+    }
+    CHECK_MESSAGE(whole, log);
+    MESSAGE("the file changed during a cut; access log:\n" << log);
+    CHECK_MESSAGE(log.find(" 206 ") == std::string::npos, log);
     CHECK(n.u->stop() == 0);
 }
 
