@@ -2,7 +2,7 @@
 // tests/toxiproxy/build.sh) between the real binary as PID 1 and its servers. The artifact link
 // (to nginx) adds 300 ms and caps the bandwidth at 1 Mbit/s; the OpAMP link adds 300 ms. While a
 // signed release of MYR_BADLINK_MB MiB (default 20) downloads, the link is cut three times: a
-// reset (`reset_peer`) at a quarter, a stall that ends in a close (`timeout`, 5 s) at half, and a
+// reset (`reset_peer`) at a quarter, a stall of 5 s that ends in a close (`timeout`) at half, and a
 // cut after 1 MB more (`limit_data`) at three quarters. The release must install, /healthz must
 // answer fast throughout (the loop never blocks), and the bytes that crossed the link stay within
 // 1.2 × the artifact. The figures (install time against the link's floor, size / bandwidth) are
@@ -115,8 +115,13 @@ TEST_CASE("bad link: a signed release over 300 ms, 1 Mbit/s, two cuts and a stal
     auto probe = [&] { probes.sample("127.0.0.1", rig.health_port(), "/healthz"); };
     // Each fault: added once the part holds `fraction` of the artifact, removed as soon as the
     // updater's connection through the link is gone (the retry comes after at least half a
-    // second of backoff, so it meets a clean link).
-    auto fault = [&](double fraction, const std::string& type, const std::string& attributes) {
+    // second of backoff, so it meets a clean link). A fault with a `hold` is removed after that
+    // long instead, which is what ends it: Toxiproxy's `timeout` toxic with timeout 0 drops the
+    // data until it is removed and closes the connection then. (With a timeout of its own, it
+    // closes only that long after the last chunk came in: behind the bandwidth cap, that is after
+    // the whole rest of the body has trickled in and been dropped.)
+    auto fault = [&](double fraction, const std::string& type, const std::string& attributes,
+                     Millis hold = Millis(0)) {
         const auto want = static_cast<uint64_t>(fraction * static_cast<double>(size));
         REQUIRE_MESSAGE(wait_until(
                             [&] {
@@ -127,11 +132,21 @@ TEST_CASE("bad link: a signed release over 300 ms, 1 Mbit/s, two cuts and a stal
                         "the part never reached " << want << " bytes; log:\n"
                                                   << u.log());
         link.add("artifacts", type, type, attributes);
+        const auto added = std::chrono::steady_clock::now();
+        if (hold > Millis(0)) {
+            wait_until(
+                [&] {
+                    probe();
+                    return std::chrono::steady_clock::now() - added >= hold;
+                },
+                hold + 10s, 100ms);
+            link.remove("artifacts", type);
+        }
         REQUIRE_MESSAGE(wait_until([&] { return !established_to(art); }, 120s, 10ms),
                         type << " never ended the connection; log:\n"
                              << u.log());
         const std::chrono::duration<double> at = std::chrono::steady_clock::now() - t0;
-        link.remove("artifacts", type);
+        if (hold == Millis(0)) link.remove("artifacts", type);
         MESSAGE(type << " cut the link at " << size_of(part) << " of " << size << " bytes, "
                      << at.count() << " s after the offer");
     };
@@ -139,7 +154,7 @@ TEST_CASE("bad link: a signed release over 300 ms, 1 Mbit/s, two cuts and a stal
     const char* clean = std::getenv("MYR_BADLINK_CLEAN");
     if (clean == nullptr || std::string(clean) != "1") {
         fault(0.25, "reset_peer", R"("timeout":0)");
-        fault(0.5, "timeout", R"("timeout":5000)");
+        fault(0.5, "timeout", R"("timeout":0)", 5s);
         fault(0.75, "limit_data", R"("bytes":1000000)");
     }
     std::optional<Status> st;
