@@ -26,6 +26,9 @@ MYR_FUZZ_PKGS=(clang libclang-rt-14-dev)
 # The Prometheus the tests run (tests/support/prometheus.hpp) and promtool (check metrics, the
 # alerting rules of packaging/prometheus): a list of its own so that the demo does not install it.
 MYR_PROMETHEUS_PKGS=(prometheus)
+# The real servers of tests/integration/realnet (issue 25): nginx as the artifact server, dnsmasq as
+# the DNS server; each started by its test on loopback, never as a service.
+MYR_REALNET_PKGS=(nginx-light dnsmasq-base)
 # The hygiene gate (scripts/hygiene.py): clang-format 14 for `format`, Universal Ctags for
 # `functions`, PyYAML for the chart's values in `docs`, git for the file list.
 MYR_HYGIENE_PKGS=(clang-format universal-ctags python3-yaml git)

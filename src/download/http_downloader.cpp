@@ -46,6 +46,18 @@ Duration backoff_delay(int failures, Duration base, Duration cap, double unit) {
     return std::chrono::duration_cast<Duration>(d * scale);
 }
 
+std::optional<Error> refused_coding(const net::HttpHead& head) {
+    auto coding = head.header("Content-Encoding");
+    if (!coding) return std::nullopt;
+    const std::string c(text::trim(*coding));
+    if (c.empty() || text::iequals(c, "identity")) return std::nullopt;
+    // A server that codes the body anyway (nginx `gzip_static always`, a misconfigured CDN) would
+    // hand over other bytes than the artifact's: refused by name, not left to the hash check.
+    return Error(Errc::invalid,
+                 "the server sent the body with Content-Encoding: " + text::valid_utf8(c, 40) +
+                     ", although the request accepts only the identity");
+}
+
 std::vector<std::pair<std::string, std::string>> offer_headers(
     const std::vector<std::pair<std::string, std::string>>& headers) {
     // RFC 9110 7.6.1 hop-by-hop headers, and what the downloader decides itself.
@@ -62,6 +74,7 @@ std::vector<std::pair<std::string, std::string>> offer_headers(
                                                    "content-length",
                                                    "range",
                                                    "if-range",
+                                                   "accept-encoding",
                                                    "expect"};
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& h : headers) {
@@ -329,6 +342,9 @@ void HttpDownloader::Transfer::send(std::shared_ptr<net::TlsConfig> tls) {
     rq.url = url_;
     // The offer's headers (a bearer token, say) go to the offer's origin only.
     if (same_origin(url_, offer_)) rq.headers = offer_headers(req_.headers);
+    // Without Accept-Encoding any content coding is acceptable (RFC 9110 12.5.3); the artifact's
+    // hash is over its bytes as stored, so only the identity is.
+    rq.headers.emplace_back("Accept-Encoding", "identity");
     range_from_ = 0;
     if (file_->size() > 0 && !file_->validator().empty()) {
         range_from_ = file_->size();
@@ -405,6 +421,7 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
     if (st != 200 && st != 206) {
         return stop(Next::none, Error(Errc::invalid, http_status(st, head.reason)));
     }
+    if (auto coding = refused_coding(head)) return stop(Next::none, std::move(*coding));
     std::optional<uint64_t> length;
     if (auto cl = head.header("Content-Length")) {
         const std::string s(*cl);

@@ -62,10 +62,14 @@ struct DownloaderOptions {
 // cut off at once do not come back in step.
 Duration backoff_delay(int failures, Duration base, Duration cap, double unit);
 
-// The offer's headers as sent: without hop-by-hop headers, Host, Content-Length, Range and
-// If-Range (the downloader sets those itself).
+// The offer's headers as sent: without hop-by-hop headers, Host, Content-Length, Range, If-Range
+// and Accept-Encoding (the downloader sets those itself; Accept-Encoding is always `identity`).
 std::vector<std::pair<std::string, std::string>> offer_headers(
     const std::vector<std::pair<std::string, std::string>>& headers);
+
+// The refusal of an answer whose Content-Encoding is not the identity (the body would not be the
+// artifact's bytes); nullopt for none or `identity`.
+std::optional<Error> refused_coding(const net::HttpHead& head);
 
 // "bytes A-B/T" or "bytes A-B/*": A, and T (0 when "*"). nullopt when malformed.
 struct ContentRange {

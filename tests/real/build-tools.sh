@@ -23,45 +23,32 @@ COLLECTOR_V2=$release-myr2
 COLLECTOR_BROKEN=$release-myr3
 BROKEN_REASON="this build fails at start on purpose (tests/real: main.brokenStart)"
 
-go=${MYR_GO:-$(command -v go || echo /usr/local/go/bin/go)}
-if ! [ -x "$go" ]; then
-    echo "build-tools: no Go toolchain (looked for go on PATH and /usr/local/go/bin/go): the real-peer tests will skip" >&2
-    exit 77
-fi
-cache=${MYR_REAL_CACHE:-$HOME/.cache/myriarch}
-export GOMODCACHE=$cache/go/mod GOCACHE=$cache/go/build GOFLAGS="-p=${MYR_GO_PROCS:-2} -buildvcs=false -mod=readonly"
-export GOTOOLCHAIN=local CGO_ENABLED=0
+. "$here/go_cache.sh"
+myr_go_env "the real-peer tests"
 
 key=$( { "$go" version; echo "$COLLECTOR_V1 $COLLECTOR_V2 $COLLECTOR_BROKEN $BROKEN_REASON"
          cd "$here" && cat go.mod go.sum supervisor/main.go otelcol/main.go opampserver/main.go; } |
        sha256sum | cut -c1-16)
 out=$cache/real-tools/$key
-mkdir -p "$cache/real-tools"
-exec 9>"$cache/real-tools/.lock"
-flock 9  # two test runs at once build once; the second waits and finds the result
-if [ -x "$out/opampsupervisor" ] && [ -x "$out/otelcol-2" ] && [ -x "$out/otelcol-broken" ] &&
-   [ -x "$out/opampserver" ]; then
-    echo "build-tools: cached in $out" >&2
-    echo "MYR_REAL_TOOLS=$out"
-    exit 0
-fi
-
-tmp=$out.tmp.$$
-rm -rf "$tmp" && mkdir -p "$tmp"
-trap 'rm -rf "$tmp"' EXIT
-cd "$here"
-t0=$(date +%s)
-nice "$go" mod download
-t1=$(date +%s)
-nice "$go" build -trimpath -o "$tmp/opampsupervisor" ./supervisor
-nice "$go" build -trimpath -o "$tmp/opampserver" ./opampserver
-nice "$go" build -trimpath -ldflags "-X main.version=$COLLECTOR_V1" -o "$tmp/otelcol-1" ./otelcol
-nice "$go" build -trimpath -ldflags "-X main.version=$COLLECTOR_V2" -o "$tmp/otelcol-2" ./otelcol
-nice "$go" build -trimpath -ldflags "-X main.version=$COLLECTOR_BROKEN -X 'main.brokenStart=$BROKEN_REASON'" \
-    -o "$tmp/otelcol-broken" ./otelcol
-t2=$(date +%s)
-printf '%s\n%s\n%s\n' "$COLLECTOR_V1" "$COLLECTOR_V2" "$COLLECTOR_BROKEN" >"$tmp/collector-versions"
-rm -rf "$out" && mv "$tmp" "$out"
-trap - EXIT
-echo "build-tools: built in $out (module download $((t1 - t0)) s, compile $((t2 - t1)) s)" >&2
+cached() {
+    [ -x "$out/opampsupervisor" ] && [ -x "$out/otelcol-2" ] && [ -x "$out/otelcol-broken" ] &&
+        [ -x "$out/opampserver" ]
+}
+build() {
+    local tmp=$1 t0 t1 t2
+    cd "$here"
+    t0=$(date +%s)
+    nice "$go" mod download
+    t1=$(date +%s)
+    nice "$go" build -trimpath -o "$tmp/opampsupervisor" ./supervisor
+    nice "$go" build -trimpath -o "$tmp/opampserver" ./opampserver
+    nice "$go" build -trimpath -ldflags "-X main.version=$COLLECTOR_V1" -o "$tmp/otelcol-1" ./otelcol
+    nice "$go" build -trimpath -ldflags "-X main.version=$COLLECTOR_V2" -o "$tmp/otelcol-2" ./otelcol
+    nice "$go" build -trimpath -ldflags "-X main.version=$COLLECTOR_BROKEN -X 'main.brokenStart=$BROKEN_REASON'" \
+        -o "$tmp/otelcol-broken" ./otelcol
+    t2=$(date +%s)
+    printf '%s\n%s\n%s\n' "$COLLECTOR_V1" "$COLLECTOR_V2" "$COLLECTOR_BROKEN" >"$tmp/collector-versions"
+    timing="module download $((t1 - t0)) s, compile $((t2 - t1)) s"
+}
+myr_go_cached_build build-tools "$cache/real-tools" "$out" cached build
 echo "MYR_REAL_TOOLS=$out"

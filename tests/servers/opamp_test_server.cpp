@@ -1,6 +1,7 @@
 // A scripted OpAMP server over WebSocket (ws:// and wss://) for the agent's integration tests.
 //
-//   opamp-test-server --port-file F --record R [--tls-cert C --tls-key K] [--on N:ACTIONS]...
+//   opamp-test-server --port-file F --record R [--host ADDR] [--tls-cert C --tls-key K]
+//                     [--on N:ACTIONS]...
 //                     [--upgrade N:STATUS[:RETRY_AFTER_S]]... [--refuse-all STATUS[:RETRY_AFTER]]
 //                     [--commands FILE] [--no-reply]
 //
@@ -803,6 +804,8 @@ int main(int argc, char** argv) {
         };
         if (a == "--port")
             g_opt.port = std::stoi(val());
+        else if (a == "--host")  // an IPv4 or IPv6 literal (default 127.0.0.1)
+            g_opt.host = val();
         else if (a == "--port-file")
             g_opt.port_file = val();
         else if (a == "--record")
@@ -853,16 +856,21 @@ int main(int argc, char** argv) {
     }
     g_loop = uv_default_loop();
     uv_tcp_init(g_loop, &g_server);
-    sockaddr_in addr{};
-    uv_ip4_addr(g_opt.host.c_str(), g_opt.port, &addr);
+    sockaddr_storage addr{};
+    const bool v6 = g_opt.host.find(':') != std::string::npos;
+    const int parsed =
+        v6 ? uv_ip6_addr(g_opt.host.c_str(), g_opt.port, reinterpret_cast<sockaddr_in6*>(&addr))
+           : uv_ip4_addr(g_opt.host.c_str(), g_opt.port, reinterpret_cast<sockaddr_in*>(&addr));
+    if (parsed != 0) usage("--host must be an IPv4 or IPv6 literal");
     if (int rc = uv_tcp_bind(&g_server, reinterpret_cast<sockaddr*>(&addr), 0); rc != 0)
         usage(uv_strerror(rc));
     if (int rc = uv_listen(reinterpret_cast<uv_stream_t*>(&g_server), 128, on_connection); rc != 0)
         usage(uv_strerror(rc));
-    sockaddr_in bound{};
+    sockaddr_storage bound{};
     int len = sizeof bound;
     uv_tcp_getsockname(&g_server, reinterpret_cast<sockaddr*>(&bound), &len);
-    const int port = ntohs(bound.sin_port);
+    // sin_port and sin6_port sit at the same offset.
+    const int port = ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     if (!g_opt.port_file.empty()) {
         std::string tmp = g_opt.port_file + ".tmp";
         FILE* f = std::fopen(tmp.c_str(), "w");

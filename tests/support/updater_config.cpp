@@ -30,6 +30,7 @@ std::string UpdaterConfig::yaml() const {
     std::string command;
     for (const auto& a : supervisor_command) command += (command.empty() ? "" : ", ") + quote(a);
     std::string listen = health_port ? "127.0.0.1:" + std::to_string(health_port) : "";
+    if (!health_listen.empty()) listen = health_listen;
     std::string prefixes;
     for (const auto& p : allowed_download_prefixes) {
         prefixes += (prefixes.empty() ? "" : ", ") + quote(p);
@@ -48,7 +49,9 @@ std::string UpdaterConfig::yaml() const {
     };
     auto number = [](const std::optional<int>& n) { return n ? std::to_string(*n) : ""; };
     return "server:\n" + field("endpoint", endpoint) + field("caFile", ca_file) +
-           field("enrollmentTokenFile", enrollment_token_file) + network() + "update:\n" +
+            field("enrollmentTokenFile", enrollment_token_file) +
+            field("allowInsecureTransport", boolean(allow_insecure_transport)) + network() +
+            "update:\n" +
            field("requireSignature", require_signature ? "true" : "false") +
            field("trustedRootFile", trusted_root_file) + signer +
            field("allowedDownloadPrefixes", prefixes.empty() ? "" : "[" + prefixes + "]") +

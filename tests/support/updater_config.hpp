@@ -18,6 +18,7 @@ struct UpdaterConfig {
     std::string proxy_url;
     std::vector<std::string> no_proxy;
     std::string proxy_credentials_file, proxy_credentials_env;
+    std::optional<bool> allow_insecure_transport;  // server.allowInsecureTransport
     // update
     bool require_signature = false;
     std::string trusted_root_file;
@@ -65,7 +66,8 @@ struct UpdaterConfig {
     // container.terminationMessagePath. "" writes "" (off): a test machine that is itself a
     // Kubernetes pod has a /dev/termination-log of its own, which no test may overwrite.
     std::string termination_message_path;
-    int health_port = 0;          // container.healthListen on 127.0.0.1; 0 writes "" (probes off)
+    int health_port = 0;        // container.healthListen on 127.0.0.1; 0 writes "" (probes off)
+    std::string health_listen;  // container.healthListen as given ("[::1]:13135"), over health_port
     std::optional<bool> metrics;  // container.metrics (unset: the default, on)
 
     std::string yaml() const;

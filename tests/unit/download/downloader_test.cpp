@@ -75,10 +75,32 @@ TEST_CASE("download: offer headers lose hop-by-hop headers, Host, Content-Length
                               {"If-Range", "x"},
                               {"Upgrade", "h2c"},
                               {"TE", "trailers"},
+                              {"accept-encoding", "gzip"},
                               {"X-Trace", "1"}});
     REQUIRE(out.size() == 2);
     CHECK(out[0].first == "Authorization");
     CHECK(out[1].first == "X-Trace");
+}
+
+TEST_CASE("download: a body in any content coding but the identity is refused by name") {
+    auto head = [](std::vector<std::pair<std::string, std::string>> h) {
+        net::HttpHead out;
+        out.status = 200;
+        out.headers = std::move(h);
+        return out;
+    };
+    CHECK(!refused_coding(head({})));
+    CHECK(!refused_coding(head({{"Content-Encoding", "identity"}})));
+    CHECK(!refused_coding(head({{"content-encoding", " IDENTITY "}})));
+    auto gzip = refused_coding(head({{"Content-Encoding", "gzip"}}));
+    REQUIRE(gzip);
+    CHECK(gzip->code() == Errc::invalid);
+    CHECK(gzip->message() ==
+          "the server sent the body with Content-Encoding: gzip, although the request accepts "
+          "only the identity");
+    auto br = refused_coding(head({{"Content-Encoding", "br, gzip"}}));
+    REQUIRE(br);
+    CHECK(br->message().find("Content-Encoding: br, gzip,") != std::string::npos);
 }
 
 TEST_CASE("download: Content-Range is read strictly") {

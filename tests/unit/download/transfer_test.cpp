@@ -183,6 +183,7 @@ TEST_CASE("transfer: the client gets the stall and connect timeouts and the offe
     CHECK(f.header("Authorization") == "Bearer t");
     CHECK(f.header("Connection") == "");
     CHECK(f.header("Range") == "");
+    CHECK(f.header("Accept-Encoding") == "identity");  // RFC 9110 12.5.3: else anything goes
     // The retry connects with the very configuration parsed for the first request.
     const auto first_tls = f.options.tls_config;
     rig.fetcher.drop();
