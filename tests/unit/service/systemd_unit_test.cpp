@@ -57,7 +57,9 @@ struct Rig {
     FakeSystemctl systemctl{sched, show("active", "running", "success", 0, 4242), {}, {}, {}};
     SystemdUnit unit{systemctl.runner(), procs, sched, {"opampsupervisor.service", 1s, 90s, 90s}};
     int changes = 0;
-    Rig() { unit.on_change([this] { ++changes; }); }
+    Rig() {
+        unit.on_change([this] { ++changes; });
+    }
 
     // Polls from now on, and reads the unit once.
     void watch() {
