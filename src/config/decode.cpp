@@ -525,6 +525,13 @@ void Schema::root(const Node& root) {
             {"metrics", boolean(ct.metrics)},
         };
     };
+    auto host = [this] {
+        Host& h = *cfg_.host;
+        return std::vector<Entry>{
+            {"serviceName", text(h.service_name)},
+            {"pollInterval", duration(h.poll_interval, false)},
+        };
+    };
     auto log = [this, &lg] {
         return std::vector<Entry>{
             {"level", choice<log::Level>(lg.level, {{"debug", log::Level::debug},
@@ -540,6 +547,10 @@ void Schema::root(const Node& root) {
         cfg_.container.emplace();
         section_fn(container)(key, v, path);
     };
+    Decoder host_section = [this, host](const Node& key, const Node& v, const std::string& path) {
+        cfg_.host.emplace();
+        section_fn(host)(key, v, path);
+    };
     mapping(root, "",
             {
                 {"server", section_fn(server)},
@@ -547,6 +558,7 @@ void Schema::root(const Node& root) {
                 {"collector", section_fn(collector)},
                 {"supervisor", section_fn(supervisor)},
                 {"container", container_section},
+                {"host", host_section},
                 {"log", section_fn(log)},
             });
 }

@@ -22,8 +22,8 @@ std::string last_line(const std::string& output) {
 Status outcome(const std::string& what, const Result<proc::Captured>& r) {
     if (!r) return fail(r.error().context(what));
     if (r->exit_code() == 0) return {};
-    std::string why = r->exit_code() < 0 ? "killed by a signal"
-                                         : "exit " + std::to_string(r->exit_code());
+    std::string why =
+        r->exit_code() < 0 ? "killed by a signal" : "exit " + std::to_string(r->exit_code());
     std::string said = last_line(r->output);
     return fail(Errc::process, what + ": " + why + (said.empty() ? "" : ": " + said));
 }
@@ -87,8 +87,8 @@ SystemctlRunner systemctl_runner(proc::Reaper& reaper, loop::Scheduler& sched,
     };
 }
 
-SystemdUnit::SystemdUnit(SystemctlRunner systemctl, proc::Processes& procs,
-                         loop::Scheduler& sched, UnitSettings settings)
+SystemdUnit::SystemdUnit(SystemctlRunner systemctl, proc::Processes& procs, loop::Scheduler& sched,
+                         UnitSettings settings)
     : systemctl_(std::move(systemctl)),
       procs_(procs),
       settings_(std::move(settings)),
@@ -106,7 +106,9 @@ void SystemdUnit::watch() {
     poll();
 }
 
-void SystemdUnit::poll() { refresh({}); }
+void SystemdUnit::poll() {
+    refresh({});
+}
 
 void SystemdUnit::refresh(std::function<void()> then) {
     if (then) after_refresh_.push_back(std::move(then));
@@ -209,8 +211,7 @@ std::string SystemdUnit::describe() const {
         case State::stopping:
             return unit + " stopping";
         case State::stopped:
-            if (desired_ == Desired::gave_up)
-                return describe_gave_up(settings_.name, status_);
+            if (desired_ == Desired::gave_up) return describe_gave_up(settings_.name, status_);
             return unit + " not running: " + status_.active_state;
     }
     return unit;

@@ -58,8 +58,7 @@ std::string host_rootfs() {
 BootedSystemd::BootedSystemd(const std::string& rootfs, const BootOptions& opts) {
     const auto t0 = std::chrono::steady_clock::now();
     nspawn_.emplace(Process::spawn({"unshare", "--mount", "--propagation", "private", "sh", "-c",
-                                    boot_script, "myr-boot", dir_.path(), rootfs,
-                                    opts.seed_dir}));
+                                    boot_script, "myr-boot", dir_.path(), rootfs, opts.seed_dir}));
     if (!find_init(opts.boot_timeout)) return;
     booted_ = wait_for_boot(opts.boot_timeout);
     boot_time_ = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - t0);
@@ -118,7 +117,9 @@ BootedSystemd::~BootedSystemd() {
     }
 }
 
-std::string BootedSystemd::root() const { return "/proc/" + std::to_string(init_pid_) + "/root"; }
+std::string BootedSystemd::root() const {
+    return "/proc/" + std::to_string(init_pid_) + "/root";
+}
 
 RunResult BootedSystemd::run(const std::vector<std::string>& argv, Millis timeout) {
     std::vector<std::string> cmd{"nsenter", "-t", std::to_string(init_pid_), "-a"};
@@ -126,6 +127,8 @@ RunResult BootedSystemd::run(const std::vector<std::string>& argv, Millis timeou
     return test::run(cmd, timeout);
 }
 
-std::string BootedSystemd::console() const { return nspawn_ ? nspawn_->out() : ""; }
+std::string BootedSystemd::console() const {
+    return nspawn_ ? nspawn_->out() : "";
+}
 
 }  // namespace myr::test
