@@ -15,9 +15,12 @@
 //   failed         (any)          stopped
 // clang-format on
 // Crash loop: the unit is `failed` (not in auto-restart) while we want it running. That is what
-// systemd leaves behind when its restart policy gave up (Result=start-limit-hit after
-// StartLimitBurst restarts) or when the unit has no Restart= and its process failed; either way
-// nothing will start it again, so Desired becomes gave_up with the unit's Result and NRestarts.
+// systemd leaves behind when its restart policy gave up (StartLimitBurst starts within
+// StartLimitIntervalSec: systemd 252 then keeps the last process's Result, e.g. exit-code, and
+// NRestarts counts the refused restart too; checked under a real systemd by integration-host) or
+// when the unit has no Restart= and its process failed. Either way nothing will start it again,
+// so Desired becomes gave_up with the unit's Result and NRestarts. Result is not the test:
+// start-limit-hit is what a refused *manual* start leaves.
 //
 // Events: systemctl has no "watch", and no static D-Bus client exists in Debian (libsystemd-dev
 // ships no libsystemd.a), so the unit's state is read by `systemctl show` every poll interval (1 s
@@ -60,7 +63,7 @@ const char* unit_status_properties();
 State to_state(const UnitStatus& st);
 // True when the unit is failed and nothing will restart it (see the top of this file).
 bool gave_up(const UnitStatus& st);
-// "unit x failed and will not be restarted (Result=start-limit-hit, 5 restarts)"
+// "unit x failed and will not be restarted (Result=exit-code, 5 restarts)"
 std::string describe_gave_up(const std::string& name, const UnitStatus& st);
 
 // Runs `systemctl <args>` and answers on the loop, never from inside the call. The product runs
@@ -96,7 +99,7 @@ class SystemdUnit : public ServiceController {
     void watch();
     const UnitStatus& status() const { return status_; }
     // One line for /readyz and logs: "unit opampsupervisor.service running (pid 42)",
-    // "unit opampsupervisor.service not running: gave up: failed, Result=start-limit-hit, 5
+    // "unit opampsupervisor.service not running: gave up: failed, Result=exit-code, 5
     // restarts".
     std::string describe() const;
 

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "harness.hpp"
+#include "service/systemd_unit.hpp"
 #include "systemd_rig.hpp"
 
 using namespace myr::test;
@@ -60,4 +61,50 @@ TEST_CASE("host rig: a bookworm systemd boots as PID 1 on a clean overlay and ru
     CHECK_FALSE(exists(rootfs + "/etc/myr-written-from-host"));
     CHECK_FALSE(exists(rootfs + "/etc/systemd/system/myr-hello.service"));
     CHECK(read_file("/proc/self/mountinfo") == mounts_before);
+}
+
+// SystemdUnit reads `systemctl show` (src/service/systemd_unit.hpp): its mapping checked against
+// what systemd 252 itself answers for a unit that crash-loops until its start limit.
+TEST_CASE(
+    "host rig: a real unit's restarts and start limit map to waiting_to_restart and gave_up") {
+    if (!is_root()) MYR_SKIP("needs root for systemd-nspawn");
+    const std::string rootfs = host_rootfs();
+    if (rootfs.empty()) return;
+    TempDir seed;
+    run({"mkdir", "-p", seed / "etc/systemd/system"});
+    // Fails at once, restarted 1 s later, 3 starts within a minute at most: the fourth is refused.
+    write_file(seed / "etc/systemd/system/myr-crash.service",
+               "[Unit]\nStartLimitIntervalSec=60\nStartLimitBurst=3\n"
+               "[Service]\nExecStart=/bin/false\nRestart=always\nRestartSec=1\n");
+    BootedSystemd m(rootfs, {seed.path()});
+    REQUIRE_MESSAGE(m.booted(), m.boot_state());
+    auto status = [&] {
+        RunResult r = m.run({"systemctl", "show", "-p", myr::service::unit_status_properties(),
+                             "myr-crash.service"});
+        auto st = myr::service::parse_unit_status(r.out);
+        REQUIRE_MESSAGE(st.ok(), r.out << r.err);
+        return *st;
+    };
+    CHECK(myr::service::to_state(status()) == myr::service::State::stopped);  // never started
+    CHECK_FALSE(myr::service::gave_up(status()));
+    REQUIRE(m.run({"systemctl", "start", "myr-crash.service"}).exit_code == 0);
+    bool restarting = wait_until(
+        [&] { return myr::service::to_state(status()) == myr::service::State::waiting_to_restart; },
+        20s, 100ms);
+    CHECK_MESSAGE(restarting, "never seen in auto-restart");
+    myr::service::UnitStatus last;
+    bool gave = wait_until(
+        [&] {
+            last = status();
+            return myr::service::gave_up(last);
+        },
+        30s, 100ms);
+    REQUIRE_MESSAGE(gave,
+                    "last: " << last.active_state << "/" << last.sub_state << " " << last.result);
+    // What systemd 252 leaves: the last process's Result, not start-limit-hit (that is what a
+    // refused manual start says), and the restarts it scheduled, the refused one included.
+    CHECK(last.result == "exit-code");
+    CHECK(last.n_restarts == 3);
+    CHECK(last.main_pid == 0);
+    CHECK(myr::service::to_state(last) == myr::service::State::stopped);
 }

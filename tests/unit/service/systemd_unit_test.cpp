@@ -96,7 +96,7 @@ TEST_CASE("systemd unit: systemctl show parses into the unit's state") {
     CHECK(to_state(*parse_unit_status(show("deactivating", "stop-sigterm", "success"))) ==
           State::stopping);
     CHECK(to_state(*parse_unit_status(show("inactive", "dead", "success"))) == State::stopped);
-    auto limit = parse_unit_status(show("failed", "failed", "start-limit-hit", 5));
+    auto limit = parse_unit_status(show("failed", "failed", "exit-code", 5));
     CHECK(to_state(*limit) == State::stopped);
     CHECK(gave_up(*limit));
     auto bad = parse_unit_status("Failed to connect to bus: No such file or directory\n");
@@ -137,12 +137,12 @@ TEST_CASE("systemd unit: the poll turns the unit's changes into events, one read
 TEST_CASE("systemd unit: a failed unit nothing restarts is a crash loop until it runs again") {
     Rig rig;
     rig.watch();
-    rig.becomes(show("failed", "failed", "start-limit-hit", 5));
+    rig.becomes(show("failed", "failed", "exit-code", 5));
     CHECK(rig.unit.state() == State::stopped);
     CHECK(rig.unit.desired() == Desired::gave_up);
     CHECK(rig.unit.describe() ==
           "unit opampsupervisor.service failed and will not be restarted "
-          "(Result=start-limit-hit, 5 restarts)");
+          "(Result=exit-code, 5 restarts)");
     // start() clears the start limit first, or systemd would refuse the start.
     rig.systemctl.unit_text = show("active", "running", "success", 0, 99);
     REQUIRE(rig.call(&SystemdUnit::start).ok());
