@@ -26,6 +26,15 @@ bool parse_number(std::string_view s, T& out) {
 
 }  // namespace
 
+unsigned unix_address(const std::string& name, sockaddr_un& out) {
+    out = sockaddr_un{};
+    out.sun_family = AF_UNIX;
+    std::memcpy(out.sun_path, name.data(), std::min(name.size(), sizeof(out.sun_path) - 1));
+    if (!name.empty() && name[0] == '@') out.sun_path[0] = '\0';
+    return static_cast<unsigned>(offsetof(sockaddr_un, sun_path) + name.size() +
+                                 (!name.empty() && name[0] == '@' ? 0 : 1));
+}
+
 Result<Notifier> Notifier::from(std::string_view notify_socket, std::string_view watchdog_usec,
                                 std::string_view watchdog_pid, pid_t self) {
     Notifier n;
@@ -64,13 +73,8 @@ Result<Notifier> Notifier::from_env() {
 
 Status Notifier::send(std::string_view message) const {
     if (!enabled()) return {};
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, socket_.data(), socket_.size());
-    if (socket_[0] == '@') addr.sun_path[0] = '\0';
-    // An abstract name's length is exact (no terminating NUL); a path's includes it.
-    socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + socket_.size() +
-                                           (socket_[0] == '@' ? 0 : 1));
+    sockaddr_un addr;
+    socklen_t len = unix_address(socket_, addr);
     int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return fail_errno("sd_notify: socket");
     ssize_t n = ::sendto(fd, message.data(), message.size(), MSG_DONTWAIT | MSG_NOSIGNAL,

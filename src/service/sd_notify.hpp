@@ -6,6 +6,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include <optional>
 #include <string>
@@ -15,6 +16,11 @@
 #include "core/time.hpp"
 
 namespace myr::service {
+
+// Fills `out` with the address of `name` (a path, or '@' first for an abstract name) and returns
+// its length: an abstract name's is exact (no terminating NUL), a path's includes the NUL.
+// `name` must fit (Notifier::from checks it).
+unsigned unix_address(const std::string& name, sockaddr_un& out);
 
 class Notifier {
   public:

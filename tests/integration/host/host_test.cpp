@@ -24,16 +24,28 @@ std::string unit_property(BootedSystemd& m, const std::string& unit, const std::
     return v;
 }
 
+// The rootfs, or "" after reporting why this machine cannot boot one.
+std::string rootfs_or_skip() {
+    if (!is_root()) {
+        report_skip("needs root for systemd-nspawn");
+        return "";
+    }
+    return host_rootfs();
+}
+
+// A seed directory for BootOptions with one unit in /etc/systemd/system.
+void seed_unit(const TempDir& seed, const std::string& name, const std::string& text) {
+    run({"mkdir", "-p", seed / "etc/systemd/system"});
+    write_file(seed / ("etc/systemd/system/" + name), text);
+}
+
 }  // namespace
 
 TEST_CASE("host rig: a bookworm systemd boots as PID 1 on a clean overlay and runs our units") {
-    if (!is_root()) MYR_SKIP("needs root for systemd-nspawn");
-    const std::string rootfs = host_rootfs();
+    const std::string rootfs = rootfs_or_skip();
     if (rootfs.empty()) return;
     TempDir seed;
-    run({"mkdir", "-p", seed / "etc/systemd/system"});
-    write_file(seed / "etc/systemd/system/myr-hello.service",
-               "[Service]\nExecStart=/bin/sleep infinity\n");
+    seed_unit(seed, "myr-hello.service", "[Service]\nExecStart=/bin/sleep infinity\n");
     std::string mounts_before = read_file("/proc/self/mountinfo");
     auto t_halt = std::chrono::steady_clock::now();
     {
@@ -67,15 +79,13 @@ TEST_CASE("host rig: a bookworm systemd boots as PID 1 on a clean overlay and ru
 // what systemd 252 itself answers for a unit that crash-loops until its start limit.
 TEST_CASE(
     "host rig: a real unit's restarts and start limit map to waiting_to_restart and gave_up") {
-    if (!is_root()) MYR_SKIP("needs root for systemd-nspawn");
-    const std::string rootfs = host_rootfs();
+    const std::string rootfs = rootfs_or_skip();
     if (rootfs.empty()) return;
     TempDir seed;
-    run({"mkdir", "-p", seed / "etc/systemd/system"});
     // Fails at once, restarted 1 s later, 3 starts within a minute at most: the fourth is refused.
-    write_file(seed / "etc/systemd/system/myr-crash.service",
-               "[Unit]\nStartLimitIntervalSec=60\nStartLimitBurst=3\n"
-               "[Service]\nExecStart=/bin/false\nRestart=always\nRestartSec=1\n");
+    seed_unit(seed, "myr-crash.service",
+              "[Unit]\nStartLimitIntervalSec=60\nStartLimitBurst=3\n"
+              "[Service]\nExecStart=/bin/false\nRestart=always\nRestartSec=1\n");
     BootedSystemd m(rootfs, {seed.path()});
     REQUIRE_MESSAGE(m.booted(), m.boot_state());
     auto status = [&] {

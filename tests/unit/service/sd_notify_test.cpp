@@ -20,12 +20,8 @@ namespace {
 struct Listener {
     int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     explicit Listener(const std::string& name) {
-        sockaddr_un a{};
-        a.sun_family = AF_UNIX;
-        std::memcpy(a.sun_path, name.data(), name.size());
-        if (name[0] == '@') a.sun_path[0] = '\0';
-        socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size() +
-                                               (name[0] == '@' ? 0 : 1));
+        sockaddr_un a;
+        socklen_t len = unix_address(name, a);
         REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), len) == 0);
     }
     ~Listener() { ::close(fd); }
