@@ -525,8 +525,9 @@ void Schema::root(const Node& root) {
             {"metrics", boolean(ct.metrics)},
         };
     };
+    // Made only for a mapping: `host:` alone is no section.
     auto host = [this] {
-        Host& h = *cfg_.host;
+        Host& h = cfg_.host.emplace();
         return std::vector<Entry>{
             {"serviceName", text(h.service_name)},
             {"pollInterval", duration(h.poll_interval, false)},
@@ -547,10 +548,6 @@ void Schema::root(const Node& root) {
         cfg_.container.emplace();
         section_fn(container)(key, v, path);
     };
-    Decoder host_section = [this, host](const Node& key, const Node& v, const std::string& path) {
-        cfg_.host.emplace();
-        section_fn(host)(key, v, path);
-    };
     mapping(root, "",
             {
                 {"server", section_fn(server)},
@@ -558,7 +555,7 @@ void Schema::root(const Node& root) {
                 {"collector", section_fn(collector)},
                 {"supervisor", section_fn(supervisor)},
                 {"container", container_section},
-                {"host", host_section},
+                {"host", section_fn(host)},
                 {"log", section_fn(log)},
             });
 }

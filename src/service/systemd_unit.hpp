@@ -98,9 +98,8 @@ class SystemdUnit : public ServiceController {
     // Starts polling the unit's state (the first read happens at once).
     void watch();
     const UnitStatus& status() const { return status_; }
-    // One line for /readyz and logs: "unit opampsupervisor.service running (pid 42)",
-    // "unit opampsupervisor.service not running: gave up: failed, Result=exit-code, 5
-    // restarts".
+    // One line for /readyz and logs: "unit opampsupervisor.service running (pid 42)", "unit
+    // opampsupervisor.service failed and will not be restarted (Result=exit-code, 3 restarts)".
     std::string describe() const;
 
   private:
