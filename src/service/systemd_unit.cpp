@@ -1,6 +1,7 @@
 #include "service/systemd_unit.hpp"
 
 #include <charconv>
+#include <cstring>
 
 #include "core/log.hpp"
 
@@ -73,11 +74,12 @@ bool gave_up(const UnitStatus& st) {
 }
 
 SystemctlRunner systemctl_runner(proc::Reaper& reaper, loop::Scheduler& sched,
-                                 std::string systemctl) {
+                                 std::vector<std::string> systemctl) {
     return [&reaper, &sched, systemctl = std::move(systemctl)](
                const std::vector<std::string>& args, Duration timeout,
                std::function<void(Result<proc::Captured>)> done) {
-        std::vector<std::string> argv{systemctl, "--no-pager", "--no-ask-password"};
+        std::vector<std::string> argv = systemctl;
+        argv.insert(argv.end(), {"--no-pager", "--no-ask-password"});
         argv.insert(argv.end(), args.begin(), args.end());
         proc::CaptureOptions o;
         o.timeout = timeout;
@@ -87,10 +89,8 @@ SystemctlRunner systemctl_runner(proc::Reaper& reaper, loop::Scheduler& sched,
     };
 }
 
-SystemdUnit::SystemdUnit(SystemctlRunner systemctl, proc::Processes& procs, loop::Scheduler& sched,
-                         UnitSettings settings)
+SystemdUnit::SystemdUnit(SystemctlRunner systemctl, loop::Scheduler& sched, UnitSettings settings)
     : systemctl_(std::move(systemctl)),
-      procs_(procs),
       settings_(std::move(settings)),
       poll_timer_(sched.timer()),
       announcer_(sched) {}
@@ -188,7 +188,16 @@ void SystemdUnit::start(Done done) {
 
 std::optional<pid_t> SystemdUnit::forward(int sig) {
     if (status_.main_pid <= 0) return std::nullopt;
-    if (!procs_.signal(status_.main_pid, sig)) return std::nullopt;
+    // Through systemd, not kill(2): the MainPID read up to a poll interval ago may have been
+    // reused since, and systemd signals the main process it knows now, in its own PID namespace.
+    const char* name = sigabbrev_np(sig);
+    std::string signal = name ? name : std::to_string(sig);
+    systemctl_({"kill", "--kill-whom=main", "--signal=" + signal, settings_.name}, show_timeout,
+               guard_.bind([this, signal](Result<proc::Captured> r) {
+                   Status st =
+                       outcome("systemctl kill --signal=" + signal + " " + settings_.name, r);
+                   if (!st) log::warn(st.error().message());
+               }));
     return status_.main_pid;
 }
 

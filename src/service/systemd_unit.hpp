@@ -39,7 +39,6 @@
 #include <vector>
 
 #include "loop/scheduler.hpp"
-#include "proc/processes.hpp"
 #include "proc/reaper.hpp"
 #include "service/announcer.hpp"
 #include "service/service_controller.hpp"
@@ -70,8 +69,10 @@ std::string describe_gave_up(const std::string& name, const UnitStatus& st);
 // systemctl through the reaper (systemctl_runner); unit tests answer with canned text.
 using SystemctlRunner = std::function<void(const std::vector<std::string>& args, Duration timeout,
                                            std::function<void(Result<proc::Captured>)> done)>;
-[[nodiscard]] SystemctlRunner systemctl_runner(proc::Reaper& reaper, loop::Scheduler& sched,
-                                               std::string systemctl = "systemctl");
+// `systemctl`: the command to run it by (tests: nsenter into a booted machine, then systemctl).
+[[nodiscard]] SystemctlRunner systemctl_runner(
+    proc::Reaper& reaper, loop::Scheduler& sched,
+    std::vector<std::string> systemctl = std::vector<std::string>{"systemctl"});
 
 struct UnitSettings {
     std::string name;  // e.g. opampsupervisor.service
@@ -84,8 +85,7 @@ struct UnitSettings {
 
 class SystemdUnit : public ServiceController {
   public:
-    SystemdUnit(SystemctlRunner systemctl, proc::Processes& procs, loop::Scheduler& sched,
-                UnitSettings settings);
+    SystemdUnit(SystemctlRunner systemctl, loop::Scheduler& sched, UnitSettings settings);
     ~SystemdUnit() override;
 
     State state() const override { return state_; }
@@ -93,6 +93,7 @@ class SystemdUnit : public ServiceController {
     void on_change(std::function<void()> listener) override;
     void stop(Done done) override;
     void start(Done done) override;
+    // Through `systemctl kill --kill-whom=main`; the pid is the MainPID last read.
     std::optional<pid_t> forward(int sig) override;
 
     // Starts polling the unit's state (the first read happens at once).
@@ -109,7 +110,6 @@ class SystemdUnit : public ServiceController {
     void run_job(const char* verb, Duration timeout, Done done);
 
     SystemctlRunner systemctl_;
-    proc::Processes& procs_;
     UnitSettings settings_;
     UnitStatus status_;
     State state_ = State::stopped;

@@ -5,6 +5,9 @@
 #include <chrono>
 
 #include "harness.hpp"
+#include "loop/loop.hpp"
+#include "loop/uv_scheduler.hpp"
+#include "proc/reaper.hpp"
 #include "service/systemd_unit.hpp"
 #include "systemd_rig.hpp"
 
@@ -117,4 +120,62 @@ TEST_CASE(
     CHECK(last.n_restarts == 3);
     CHECK(last.main_pid == 0);
     CHECK(myr::service::to_state(last) == myr::service::State::stopped);
+}
+
+// The controller itself on the real loop and reaper, its systemctl run inside the machine.
+TEST_CASE("host rig: SystemdUnit starts, follows and stops a real unit, and sees its crash loop") {
+    using namespace myr;
+    const std::string rootfs = rootfs_or_skip();
+    if (rootfs.empty()) return;
+    TempDir seed;
+    seed_unit(seed, "myr-sup.service",
+              "[Service]\nExecStart=/bin/sleep infinity\nRestart=always\nRestartSec=1\n");
+    seed_unit(seed, "myr-crash.service",
+              "[Unit]\nStartLimitIntervalSec=60\nStartLimitBurst=3\n"
+              "[Service]\nExecStart=/bin/false\nRestart=always\nRestartSec=1\n");
+    BootedSystemd m(rootfs, {seed.path()});
+    REQUIRE_MESSAGE(m.booted(), m.boot_state());
+    loop::Loop loop;
+    {
+        loop::UvScheduler sched(loop.get());
+        proc::Reaper reaper(loop);
+        REQUIRE(reaper.start());
+        auto runner = service::systemctl_runner(
+            reaper, sched, {"nsenter", "-t", std::to_string(m.init_pid()), "-a", "systemctl"});
+        service::SystemdUnit sup(runner, sched, {"myr-sup.service", 200ms, 30s, 30s});
+        int events = 0;
+        sup.on_change([&] { ++events; });
+        sup.watch();
+        std::optional<Status> started;
+        sup.start([&](Status st) { started = st; });
+        REQUIRE(loop.run_until([&] { return started.has_value(); }, 30s));
+        REQUIRE_MESSAGE(started->ok(), started->error().message());
+        CHECK(sup.state() == service::State::running);
+        const pid_t first = sup.status().main_pid;
+        CHECK(first > 0);
+        // The main process dies of the signal (sent through systemd, into the machine's PID
+        // namespace); systemd restarts it: seen through the poll.
+        CHECK(sup.forward(SIGTERM) == first);
+        CHECK(loop.run_until(
+            [&] { return sup.status().n_restarts == 1 && sup.status().main_pid > 0; }, 30s));
+        CHECK(sup.status().main_pid != first);
+        CHECK(sup.desired() == service::Desired::running);
+        CHECK(events >= 2);
+        std::optional<Status> stopped;
+        sup.stop([&](Status st) { stopped = st; });
+        REQUIRE(loop.run_until([&] { return stopped.has_value(); }, 30s));
+        CHECK(stopped->ok());
+        CHECK(sup.state() == service::State::stopped);
+        CHECK(sup.desired() == service::Desired::stopped);
+
+        service::SystemdUnit crash(runner, sched, {"myr-crash.service", 200ms, 30s, 30s});
+        crash.watch();
+        crash.start([](Status) {});
+        CHECK(loop.run_until([&] { return crash.desired() == service::Desired::gave_up; }, 40s));
+        MESSAGE(crash.describe());
+        CHECK(crash.describe() ==
+              "unit myr-crash.service failed and will not be restarted (Result=exit-code, 3 "
+              "restarts)");
+    }
+    CHECK(loop.close() == 0);
 }

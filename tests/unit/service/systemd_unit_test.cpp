@@ -6,7 +6,6 @@
 #include <deque>
 
 #include "loop/fake_scheduler.hpp"
-#include "proc/fake_processes.hpp"
 
 using namespace myr;
 using namespace myr::service;
@@ -53,9 +52,8 @@ struct FakeSystemctl {
 
 struct Rig {
     loop::FakeScheduler sched;
-    proc::FakeProcesses procs;
     FakeSystemctl systemctl{sched, show("active", "running", "success", 0, 4242), {}, {}, {}};
-    SystemdUnit unit{systemctl.runner(), procs, sched, {"opampsupervisor.service", 1s, 90s, 90s}};
+    SystemdUnit unit{systemctl.runner(), sched, {"opampsupervisor.service", 1s, 90s, 90s}};
     int changes = 0;
     Rig() {
         unit.on_change([this] { ++changes; });
@@ -104,7 +102,8 @@ TEST_CASE("systemd unit: systemctl show parses into the unit's state") {
     CHECK(bad.error().message().find("no ActiveState") != std::string::npos);
 }
 
-TEST_CASE("systemd unit: a unit found running is meant to run, and its pid gets the signals") {
+TEST_CASE(
+    "systemd unit: a unit found running is meant to run, and its main process gets the signals") {
     Rig rig;
     CHECK(rig.unit.desired() == Desired::not_started);
     rig.watch();
@@ -112,10 +111,10 @@ TEST_CASE("systemd unit: a unit found running is meant to run, and its pid gets 
     CHECK(rig.unit.desired() == Desired::running);
     CHECK(rig.changes == 1);
     CHECK(rig.unit.describe() == "unit opampsupervisor.service running (pid 4242)");
-    rig.procs.processes[4242] = {};  // systemd's process, as the fake sees it
     CHECK(rig.unit.forward(SIGHUP) == 4242);
-    REQUIRE(rig.procs.signals.size() == 1);
-    CHECK(rig.procs.signals[0] == std::pair<pid_t, int>{4242, SIGHUP});
+    CHECK(rig.systemctl.calls.back() == std::vector<std::string>{"kill", "--kill-whom=main",
+                                                                 "--signal=HUP",
+                                                                 "opampsupervisor.service"});
 }
 
 TEST_CASE("systemd unit: the poll turns the unit's changes into events, one read at a time") {
