@@ -34,6 +34,9 @@ MYR_REALNET_PKGS=(nginx-light dnsmasq-base)
 MYR_HYGIENE_PKGS=(clang-format universal-ctags python3-yaml git)
 # tests/bench/idle.sh measures next to tini's static build.
 MYR_BENCH_PKGS=(tini)
+# The host-mode tests (tests/host/rootfs.sh, tests/support/systemd_rig.hpp): mmdebstrap builds
+# the Debian rootfs with systemd, systemd-nspawn boots it.
+MYR_HOST_PKGS=(mmdebstrap systemd-container)
 
 # --- arm64 (scripts/cross/aarch64-linux-gnu.ini, scripts/release.sh, the arm64 test stage) ------------
 # Debian's cross compiler, the :arm64 archives of every library through multiarch, and qemu-user to

@@ -63,6 +63,25 @@ if [[ " $stages " == *" static "* ]]; then
     fi
 fi
 
+# The Debian rootfs with systemd that suite `host` boots (tests/host/rootfs.sh: mmdebstrap, about
+# 2 min and 190 MB once, cached under ~/.cache/myriarch/host-rootfs keyed by its package list).
+# When it cannot be built here (no mmdebstrap and no apt) the cases skip (fail in strict mode); a
+# build that fails is a failure in any mode.
+host_rootfs_ok=1
+if [[ " $stages " == *" static "* ]]; then
+    echo "== setup: host-mode rootfs (tests/host/rootfs.sh)" >&2
+    if host_out=$(bash tests/host/rootfs.sh 2>/tmp/myr-host-rootfs.log); then
+        export MYR_HOST_ROOTFS=${host_out##*MYR_HOST_ROOTFS=}
+        tail -1 /tmp/myr-host-rootfs.log >&2
+    elif [ $? -eq 77 ]; then
+        tail -1 /tmp/myr-host-rootfs.log >&2
+    else
+        host_rootfs_ok=0
+        tail -20 /tmp/myr-host-rootfs.log >&2
+        logs+=("STAGE-FAILED:setup:tests/host/rootfs.sh failed: see /tmp/myr-host-rootfs.log")
+    fi
+fi
+
 setup() {  # dir, meson options...
     local dir=$1; shift
     if [ -d "$dir" ]; then
@@ -124,7 +143,8 @@ for stage in $stages; do
             # assertions are about time (latency, timeouts) and the slow 300 MB ones, so that
             # neither disturbs the other on a 2-core machine.
             run_tests static build/static static-parallel --num-processes "$jobs" --timeout-multiplier 2 \
-                --no-suite timing --no-suite slow --no-suite fuzz --no-suite packaging --no-suite real
+                --no-suite timing --no-suite slow --no-suite fuzz --no-suite packaging --no-suite real \
+                --no-suite host
             run_tests static build/static static-timing --num-processes 1 --timeout-multiplier 2 \
                 --suite timing
             run_tests static build/static static-slow --num-processes 1 --timeout-multiplier 2 \
@@ -133,6 +153,10 @@ for stage in $stages; do
             # their start-up and stop timings are among what the suite measures.
             [ "$real_tools_ok" = 1 ] && run_tests static build/static static-real --num-processes 1 \
                 --timeout-multiplier 2 --suite real
+            # Host mode under a booted systemd (tests/integration/host), alone: each case boots a
+            # machine (about 1 s warm).
+            [ "$host_rootfs_ok" = 1 ] && run_tests static build/static static-host --num-processes 1 \
+                --timeout-multiplier 2 --suite host
             # The image, the chart and its pod under podman (tests/integration/packaging).
             run_tests static build/static static-packaging --num-processes 1 --timeout-multiplier 2 \
                 --suite packaging

@@ -22,11 +22,11 @@ int cmd_validate(const std::vector<std::string>& argv) {
     std::string mode_text = args->get("mode").value_or("any");
     if (mode_text == "container") {
         mode = config::Mode::container;
-    } else if (mode_text == "run") {
+    } else if (mode_text == "run" || mode_text == "host") {
         mode = config::Mode::run;
     } else if (mode_text != "any") {
         return usage_error("validate",
-                           "--mode must be any, container or run, not \"" + mode_text + "\"");
+                           "--mode must be any, container, host or run, not \"" + mode_text + "\"");
     }
 
     config::LoadResult r = config::load_file(*path, mode);

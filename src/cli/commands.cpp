@@ -43,12 +43,12 @@ const std::vector<Command>& commands() {
          "as destination are refused. Makes no network access.\n",
          cmd_copy},
         {"validate", "check an updater.yaml and print the effective configuration",
-         "Usage: myriarch-updater validate --config FILE [--mode any|container|run]\n"
+         "Usage: myriarch-updater validate --config FILE [--mode any|container|host]\n"
          "\n"
          "Loads FILE and prints every problem as FILE:LINE:COLUMN: KEY: PROBLEM (exit 1), or the\n"
          "effective configuration with all defaults and the recommended pod\n"
          "terminationGracePeriodSeconds (exit 0). --mode container also applies the rules of the\n"
-         "container section.\n",
+         "container section, --mode host (or run) those of the host section.\n",
          cmd_validate},
         {"verify", "verify an artifact against a Sigstore bundle, offline",
          "Usage: myriarch-updater verify (--artifact FILE | --digest sha256:HEX) --bundle FILE\n"

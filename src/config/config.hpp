@@ -147,6 +147,15 @@ struct Container {
     friend bool operator==(const Container&, const Container&) = default;
 };
 
+// Host mode (`run`): the supervisor is a systemd unit (docs/host-mode.md).
+struct Host {
+    std::string
+        service_name;  // required by `run`: the supervisor's unit, e.g. opampsupervisor.service
+    // How often the unit's state is read (`systemctl show`): systemctl has no watch.
+    Duration poll_interval = std::chrono::seconds(1);
+    friend bool operator==(const Host&, const Host&) = default;
+};
+
 struct Log {
     log::Level level = log::Level::info;
     log::Format format = log::Format::text;
@@ -161,11 +170,13 @@ struct Config {
     Collector collector;
     Supervisor supervisor;
     std::optional<Container> container;  // present when the file has a container section
+    std::optional<Host> host;            // present when the file has a host section
     Log log;
     friend bool operator==(const Config&, const Config&) = default;
 };
 
 // Which rules to apply beyond the common ones.
+// `run` is host mode (`validate --mode host` or `--mode run`).
 enum class Mode { any, container, run };
 
 // One problem in a configuration file, with its position (1-based; 0 when not known).

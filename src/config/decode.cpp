@@ -552,6 +552,14 @@ void Schema::root(const Node& root) {
             {"metrics", boolean(ct.metrics)},
         };
     };
+    // Made only for a mapping: `host:` alone is no section.
+    auto host = [this] {
+        Host& h = cfg_.host.emplace();
+        return std::vector<Entry>{
+            {"serviceName", text(h.service_name)},
+            {"pollInterval", duration(h.poll_interval, false)},
+        };
+    };
     auto log = [this, &lg] {
         return std::vector<Entry>{
             {"level", choice<log::Level>(lg.level, {{"debug", log::Level::debug},
@@ -575,6 +583,7 @@ void Schema::root(const Node& root) {
                 {"collector", section_fn(collector)},
                 {"supervisor", section_fn(supervisor)},
                 {"container", container_section},
+                {"host", section_fn(host)},
                 {"log", section_fn(log)},
             });
 }

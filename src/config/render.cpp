@@ -220,6 +220,12 @@ std::string render_effective(const Config& cfg) {
         line(i1, "metrics", bool_text(k.metrics));
     }
 
+    if (cfg.host) {
+        o += "\nhost:\n";
+        line(i1, "serviceName", quote(cfg.host->service_name));
+        line(i1, "pollInterval", format_duration(cfg.host->poll_interval));
+    }
+
     o += "\nlog:\n";
     line(i1, "level", level_text(cfg.log.level));
     line(i1, "format", cfg.log.format == log::Format::json ? "json" : "text");

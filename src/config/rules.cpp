@@ -250,6 +250,42 @@ void check_container(const Config& cfg, Context& ctx) {
     }
 }
 
+// The poll is systemctl's only way to tell a change: slower than this and a crash loop or a
+// restart is seen late; faster and systemctl runs more often than the unit can change.
+constexpr Duration kMinPollInterval = std::chrono::milliseconds(200);
+constexpr Duration kMaxPollInterval = std::chrono::seconds(10);
+
+void check_host(const Config& cfg, Context& ctx) {
+    if (cfg.host && !ctx.bad_itself("host")) {
+        const Host& h = *cfg.host;
+        const std::string& n = h.service_name;
+        if (!n.empty() && !ctx.bad("host.serviceName") &&
+            (n.find('/') != std::string::npos || !n.ends_with(".service"))) {
+            ctx.at_key("host.serviceName",
+                       "must be a systemd service unit name ending in .service, got \"" + n + "\"");
+        }
+        if ((h.poll_interval < kMinPollInterval || h.poll_interval > kMaxPollInterval) &&
+            !ctx.bad("host.pollInterval")) {
+            ctx.at_key("host.pollInterval", "must be between " + format_duration(kMinPollInterval) +
+                                                " and " + format_duration(kMaxPollInterval) +
+                                                ", got " + format_duration(h.poll_interval));
+        }
+    }
+    if (ctx.mode() != Mode::run) return;
+    if (cfg.collector.activation != Activation::symlink && !ctx.bad("collector.activation")) {
+        ctx.at_key("collector.activation", "must be symlink for host mode (copy is not built)");
+    }
+    if (!cfg.host) {
+        ctx.at_key("host", "section is required by host mode (run)");
+        return;
+    }
+    if (cfg.host->service_name.empty() && !ctx.bad("host.serviceName") && !ctx.bad_itself("host")) {
+        ctx.at_key("host.serviceName",
+                   "is required by host mode (run): the supervisor's unit, e.g. "
+                   "opampsupervisor.service");
+    }
+}
+
 }  // namespace
 
 void check_rules(const Config& cfg, Context& ctx) {
@@ -257,6 +293,7 @@ void check_rules(const Config& cfg, Context& ctx) {
     check_network(cfg, ctx);
     check_update(cfg, ctx);
     check_container(cfg, ctx);
+    check_host(cfg, ctx);
 }
 
 Duration effective_download_timeout(const Update& u) {

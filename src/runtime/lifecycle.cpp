@@ -143,14 +143,19 @@ void Lifecycle::stop(int exit_code, const std::string& why, std::string exit_rea
 
 // The service and the agent stop side by side; the stop is complete when both are.
 void Lifecycle::stop_service_and_agent() {
-    log::info("shutdown: stopping child", {{"state", service::to_string(service_.state())}});
-    pending_stops_ = 2;
+    pending_stops_ = steps_.leave_service_running ? 1 : 2;
     auto one_done = guard_.bind([this] {
         if (--pending_stops_ > 0) return;
         log::info("shutdown: complete", {{"exit_code", exit_code_}});
         if (finished_) finished_(exit_code_);
     });
-    service_.stop([one_done](Status) mutable { one_done(); });
+    if (steps_.leave_service_running) {
+        log::info("shutdown: leaving the service running",
+                  {{"state", service::to_string(service_.state())}});
+    } else {
+        log::info("shutdown: stopping child", {{"state", service::to_string(service_.state())}});
+        service_.stop([one_done](Status) mutable { one_done(); });
+    }
     steps_.stop_agent(one_done);
 }
 

@@ -63,6 +63,10 @@ struct LifecycleSteps {
     // Once the critical section is over, beside the service's stop; `done` runs once the agent
     // said goodbye (at once when there is none).
     std::function<void(std::function<void()> done)> stop_agent;
+    // Host mode: the supervisor's unit is systemd's and outlives the updater, so the updater's
+    // own exit leaves it running (the critical section is still waited for). Container mode
+    // stops its child: nothing else would.
+    bool leave_service_running = false;
 };
 
 class Lifecycle {

@@ -44,25 +44,18 @@ ChildService::ChildService(proc::Processes& procs, loop::Scheduler& sched, Child
       policy_(settings_.restart, sched),
       restart_timer_(sched.timer()),
       kill_timer_(sched.timer()),
-      group_poll_(sched.timer()) {}
+      group_poll_(sched.timer()),
+      announcer_(sched) {}
 
 ChildService::~ChildService() = default;
 
 void ChildService::on_change(std::function<void()> listener) {
-    listeners_.push_back(std::move(listener));
+    announcer_.add(std::move(listener));
 }
 
 void ChildService::set(State st) {
     state_ = st;
-    // One announcement per turn: listeners read the state then, so a burst of changes (an end and
-    // the restart decision) is one event, and no listener runs inside a transition.
-    if (change_posted_) return;
-    change_posted_ = true;
-    sched_.post(guard_.bind([this] {
-        change_posted_ = false;
-        auto listeners = listeners_;  // a listener may add another
-        for (auto& l : listeners) l();
-    }));
+    announcer_.changed();
 }
 
 std::string ChildService::describe() const {

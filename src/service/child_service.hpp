@@ -26,6 +26,7 @@
 
 #include "loop/scheduler.hpp"
 #include "proc/processes.hpp"
+#include "service/announcer.hpp"
 #include "service/restart_policy.hpp"
 #include "service/service_controller.hpp"
 
@@ -86,8 +87,7 @@ class ChildService : public ServiceController {
     std::unique_ptr<loop::Timer> kill_timer_;
     std::unique_ptr<loop::Timer> group_poll_;
     std::vector<Done> stop_waiters_;
-    std::vector<std::function<void()>> listeners_;
-    bool change_posted_ = false;
+    Announcer announcer_;
     loop::Guard guard_;
 };
 

@@ -128,13 +128,34 @@ TEST_CASE("validate: the container rules apply only with --mode container") {
     CHECK(contains(run_mode.err, "server.endpoint: is required by the run command"));
 }
 
+TEST_CASE("validate: --mode host requires the supervisor's unit and prints the host section") {
+    TempDir dir;
+    const std::string base =
+        "server:\n  endpoint: ws://127.0.0.1:4320/v1/opamp\nupdate:\n  requireSignature: false\n";
+    write_file(dir / "u.yaml", base);
+    RunResult none = validate({"--config", dir / "u.yaml", "--mode", "host"});
+    CHECK(none.exit_code == 1);
+    CHECK(contains(none.err, "host: section is required by host mode (run)"));
+    write_file(dir / "u.yaml", base + "host:\n  serviceName: opampsupervisor\n");
+    RunResult bad = validate({"--config", dir / "u.yaml", "--mode", "host"});
+    CHECK(bad.exit_code == 1);
+    CHECK(contains(bad.err,
+                   "u.yaml:6:3: host.serviceName: must be a systemd service unit name "
+                   "ending in .service, got \"opampsupervisor\""));
+    write_file(dir / "u.yaml", base + "host:\n  serviceName: opampsupervisor.service\n");
+    RunResult ok = validate({"--config", dir / "u.yaml", "--mode", "host"});
+    CHECK_MESSAGE(ok.exit_code == 0, ok.err);
+    CHECK(contains(ok.out,
+                   "host:\n  serviceName: \"opampsupervisor.service\"\n  pollInterval: 1s\n"));
+}
+
 TEST_CASE("validate: usage errors exit 2") {
     CHECK(validate({}).exit_code == 2);
     CHECK(validate({"--config"}).exit_code == 2);
     CHECK(validate({"--config="}).exit_code == 2);
-    RunResult m = validate({"--config", example(), "--mode", "host"});
+    RunResult m = validate({"--config", example(), "--mode", "pod"});
     CHECK(m.exit_code == 2);
-    CHECK(contains(m.err, "--mode must be any, container or run"));
+    CHECK(contains(m.err, "--mode must be any, container, host or run"));
     CHECK(validate({"--config", example(), "--colour"}).exit_code == 2);
     CHECK(validate({"--config", example(), "extra"}).exit_code == 2);
     RunResult h = validate({"--help"});

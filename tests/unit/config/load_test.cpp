@@ -849,3 +849,24 @@ TEST_CASE("config: network.proxy, its checks, and its password never rendered") 
                    "network.proxy.credentialsEnv", "at most one");
     expect_ok(kIdentity + "network:\n  proxy:\n    url: proxy.corp:3128\n");
 }
+
+TEST_CASE("config: host mode needs the supervisor's unit, and its poll is bounded") {
+    const std::string endpoint = "server:\n  endpoint: wss://myriarchd.example:4320/v1/opamp\n";
+    expect_problem(endpoint + kIdentity, "host", "section is required by host mode (run)",
+                   Mode::run);
+    expect_problem(endpoint + kIdentity + "host:\n  pollInterval: 2s\n", "host.serviceName",
+                   "is required by host mode (run)", Mode::run);
+    expect_problem(kIdentity + "host:\n  serviceName: opampsupervisor\n", "host.serviceName",
+                   "must be a systemd service unit name ending in .service, got "
+                   "\"opampsupervisor\"");
+    expect_problem(kIdentity + "host:\n  serviceName: a.service\n  pollInterval: 1m\n",
+                   "host.pollInterval", "must be between 200ms and 10s, got 1m");
+    expect_problem(
+        endpoint + kIdentity + "host:\n  serviceName: a.service\ncollector:\n  activation: copy\n",
+        "collector.activation", "must be symlink for host mode", Mode::run);
+    LoadResult ok = load_string(
+        endpoint + kIdentity + "host:\n  serviceName: opampsupervisor.service\n", "t", Mode::run);
+    REQUIRE(ok.config.has_value());
+    CHECK(ok.config->host->service_name == "opampsupervisor.service");
+    CHECK(ok.config->host->poll_interval == 1s);
+}

@@ -30,6 +30,9 @@ TEST_CASE("config: the effective configuration loads again to an equal config") 
     check_round_trip(*ex.config, Mode::container);
 
     check_round_trip(expect_ok(kIdentity), Mode::any);
+    check_round_trip(
+        expect_ok(kIdentity + "host:\n  serviceName: otel.service\n  pollInterval: 500ms\n"),
+        Mode::any);
 
     Config odd = expect_ok(
         "server:\n"

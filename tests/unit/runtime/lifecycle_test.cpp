@@ -112,8 +112,9 @@ struct Rig {
     std::optional<int> finished;
     std::unique_ptr<runtime::Lifecycle> life;
 
-    Rig() {
+    explicit Rig(bool leave_service_running = false) {
         runtime::LifecycleSteps s;
+        s.leave_service_running = leave_service_running;
         s.recovering = [this](auto done) {
             trace.push_back("recover");
             sched.post_work([] {}, [this, done](bool) { done(recover_result); });
@@ -256,6 +257,24 @@ TEST_CASE("lifecycle: TERM outside the critical section stops service and agent 
     rig.sched.advance(1s);
     CHECK(rig.finished == 0);
     CHECK(rig.service.state() == State::stopped);
+    CHECK(rig.sched.armed_timers() == 0);
+}
+
+TEST_CASE(
+    "lifecycle: host mode's exit waits for the critical section and leaves the unit running") {
+    Rig rig(true);
+    rig.start();
+    rig.critical.begin();
+    rig.trace.clear();
+    rig.life->signal(SIGTERM);
+    CHECK(rig.trace == Trace{"stop installer"});
+    rig.critical.end();
+    rig.sched.run_pending();
+    CHECK(rig.trace == Trace{"stop installer", "stop agent"});
+    rig.settle();
+    CHECK(rig.finished == 0);
+    CHECK_FALSE(rig.traced("service stop"));
+    CHECK(rig.service.state() == State::running);
     CHECK(rig.sched.armed_timers() == 0);
 }
 
