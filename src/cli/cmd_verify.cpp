@@ -13,9 +13,10 @@ namespace myr::cli {
 
 int cmd_verify(const std::vector<std::string>& argv) {
     static const char* kCmd = "verify";
-    auto args = Args::parse(
-        argv,
-        {{"artifact", "bundle", "trusted-root", "subject", "subject-regexp", "issuer"}, {}, {}});
+    auto args = Args::parse(argv, {{"artifact", "bundle", "trusted-root", "subject",
+                                    "subject-regexp", "issuer", "min-timestamps"},
+                                   {},
+                                   {}});
     if (!args) return usage_error(kCmd, args.error().message());
     if (args->flag("help")) return print_help(kCmd);
     if (!args->positional().empty()) return usage_error(kCmd, "takes no positional arguments");
@@ -32,6 +33,16 @@ int cmd_verify(const std::vector<std::string>& argv) {
         return usage_error(kCmd, "give exactly one of --subject and --subject-regexp");
     }
 
+    // Like update.signature.minTimestamps: verified time sources required (SETs and RFC 3161).
+    verify::Options options;
+    if (auto n = args->get("min-timestamps")) {
+        auto count = verify::parse_decimal_count(*n);
+        if (!count || *count < 1 || *count > 32) {
+            return usage_error(kCmd, "--min-timestamps must be an integer from 1 to 32");
+        }
+        options.min_timestamps = *count;
+    }
+
     const std::string artifact = *args->get("artifact");
     const std::string bundle_path = *args->get("bundle");
     const std::string root_path = *args->get("trusted-root");
@@ -45,7 +56,7 @@ int cmd_verify(const std::vector<std::string>& argv) {
 
     auto root = verify::parse_trusted_root(*root_text);
     Result<verify::Verified> result =
-        root ? verify::verify_bundle(*root, *bundle_text, *digest, identity)
+        root ? verify::verify_bundle(*root, *bundle_text, *digest, identity, options)
              : Result<verify::Verified>(root.fail());
     if (!result) {
         std::printf("not verified: %s\n", result.error().message().c_str());
@@ -53,6 +64,14 @@ int cmd_verify(const std::vector<std::string>& argv) {
     }
     std::printf("verified: %s %s %s\n", result->subject.c_str(), result->issuer.c_str(),
                 hash::to_hex(*digest).c_str());
+    // What the verified time rests on, one source per entry: "SET <log> <time>" and
+    // "RFC 3161 <authority> <time>".
+    std::string times;
+    for (const verify::TimeSource& t : result->time_sources) {
+        times += (times.empty() ? "" : ", ") + t.kind_name() + " " + t.authority + " " +
+                 std::to_string(t.time);
+    }
+    std::printf("time sources: %s\n", times.c_str());
     return 0;
 }
 

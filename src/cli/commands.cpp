@@ -53,10 +53,12 @@ const std::vector<Command>& commands() {
         {"verify", "verify an artifact against a Sigstore bundle, offline",
          "Usage: myriarch-updater verify --artifact FILE --bundle FILE --trusted-root FILE\n"
          "                               (--subject S | --subject-regexp R) --issuer I\n"
+         "                               [--min-timestamps N]\n"
          "\n"
          "Checks that FILE was signed by the given identity, using only the trusted root (no\n"
          "network). Prints `verified: <subject> <issuer> <sha256>` and exits 0, or\n"
-         "`not verified: <step>: <reason>` and exits 1.\n",
+         "`not verified: <step>: <reason>` and exits 1. --min-timestamps: how many verified time\n"
+         "sources (Rekor v1 SETs and RFC 3161 timestamps) are required, default 1.\n",
          cmd_verify},
         {"forget", "lift the quarantine of a package that failed (works while PID 1 runs)",
          "Usage: myriarch-updater forget --config FILE [--package-hash HEX]\n"

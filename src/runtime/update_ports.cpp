@@ -11,12 +11,13 @@ namespace {
 
 Result<update::Verifier::Verified> check(const std::string& root_file,
                                          const verify::Identity& identity,
+                                         const verify::Options& options,
                                          const update::Verifier::Request& request) {
     auto digest = hash::digest_from_hex(request.sha256_hex);
     if (!digest) return digest.fail("artifact digest");
     auto root = verify::load_trusted_root(root_file);
     if (!root) return root.fail("trusted root");
-    auto v = verify::verify_bundle(*root, request.bundle_json, *digest, identity);
+    auto v = verify::verify_bundle(*root, request.bundle_json, *digest, identity, options);
     if (!v) return v.fail();
     return update::Verifier::Verified{v->subject, v->issuer};
 }
@@ -50,9 +51,8 @@ std::unique_ptr<update::Step> SigstoreVerifier::verify(Request request,
                                                        update::Callback<Verified> done) {
     return loop::post_job<Verified>(
         sched_, "signature check",
-        [request = std::move(request), root_file = root_file_, identity = identity_] {
-            return check(root_file, identity, request);
-        },
+        [request = std::move(request), root_file = root_file_, identity = identity_,
+         options = options_] { return check(root_file, identity, options, request); },
         std::move(done));
 }
 

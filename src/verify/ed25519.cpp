@@ -1,0 +1,44 @@
+#include "verify/ed25519.hpp"
+
+#include <sodium.h>
+
+#include <cstring>
+
+#include "verify/public_key.hpp"
+
+namespace myr::verify {
+
+namespace {
+
+constexpr uint8_t kEd25519SpkiPrefix[] = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
+                                          0x2b, 0x65, 0x70, 0x03, 0x21, 0x00};
+constexpr size_t kPrefix = sizeof kEd25519SpkiPrefix;
+
+}  // namespace
+
+bool is_ed25519_spki(const Bytes& spki) {
+    return spki.size() == kPrefix + crypto_sign_PUBLICKEYBYTES &&
+           std::memcmp(spki.data(), kEd25519SpkiPrefix, kPrefix) == 0;
+}
+
+Status ed25519_verify(const Bytes& spki, const uint8_t* data, size_t len, const Bytes& sig) {
+    if (!is_ed25519_spki(spki)) return fail("not an Ed25519 public key");
+    if (sig.size() != crypto_sign_BYTES) {
+        return fail("Ed25519 signature is " + std::to_string(sig.size()) + " bytes, not 64");
+    }
+    // sodium_init() picks CPU-specific code paths; it is idempotent and safe to call each time.
+    if (sodium_init() < 0) return fail("libsodium did not initialise");
+    if (crypto_sign_verify_detached(sig.data(), data, len, spki.data() + kPrefix) != 0) {
+        return fail("Ed25519 signature does not verify");
+    }
+    return {};
+}
+
+Status verify_with_spki(const Bytes& spki, const uint8_t* data, size_t len, const Bytes& sig) {
+    if (is_ed25519_spki(spki)) return ed25519_verify(spki, data, len, sig);
+    auto key = PublicKey::from_spki(spki);
+    if (!key) return key.fail();
+    return key->verify_message(data, len, sig);
+}
+
+}  // namespace myr::verify
