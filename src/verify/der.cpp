@@ -22,7 +22,8 @@ Result<DerElement> DerReader::next(const char* what) {
         size_t n = len & 0x7F;
         // Four length bytes already allow 4 GiB; more (or the indefinite form, n == 0) is not DER.
         if (n == 0 || n > 4) return fail(std::string(what) + ": unsupported length form");
-        if (static_cast<size_t>(end_ - p) < n) return fail(std::string(what) + ": truncated length");
+        if (static_cast<size_t>(end_ - p) < n)
+            return fail(std::string(what) + ": truncated length");
         if (*p == 0) return fail(std::string(what) + ": length not minimally encoded");
         len = 0;
         for (size_t i = 0; i < n; ++i) len = len << 8 | *p++;
@@ -84,8 +85,7 @@ Result<int64_t> parse_generalized_time(const DerElement& e) {
     };
     int year = num(0, 4), month = num(4, 2), day = num(6, 2);
     int hour = num(8, 2), minute = num(10, 2), second = num(12, 2);
-    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 ||
-        second > 60) {
+    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
         return fail("GeneralizedTime \"" + s + "\" is out of range");
     }
     return epoch_seconds(year, month, day, hour, minute, second);

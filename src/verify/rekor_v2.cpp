@@ -29,10 +29,11 @@ Status check_hashedrekord_v002(json_object* body, const Bundle& b, const hash::D
     if (*content != b.signature) return fail("body signature != bundle signature");
     auto verifier = object_member(*sig, "verifier", at + ".signature.verifier");
     if (!verifier) return verifier.fail();
-    auto cert = object_member(*verifier, "x509Certificate", at + ".signature.verifier.x509Certificate");
+    auto cert =
+        object_member(*verifier, "x509Certificate", at + ".signature.verifier.x509Certificate");
     if (!cert) return cert.fail();
-    auto raw = bytes_member(*cert, "rawBytes", at + ".signature.verifier.x509Certificate.rawBytes",
-                            true);
+    auto raw =
+        bytes_member(*cert, "rawBytes", at + ".signature.verifier.x509Certificate.rawBytes", true);
     if (!raw) return raw.fail();
     if (*raw != leaf_der) return fail("body certificate != bundle leaf certificate");
     return {};

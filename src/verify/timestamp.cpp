@@ -317,8 +317,8 @@ Status chain_to_authority(const Certificate& signer, const CertificateAuthority&
     Bytes der(crt.raw.p, crt.raw.p + crt.raw.len);
     if (der == a.chain.front()) {
         if (t < signer.not_before() || t > signer.not_after()) {
-            return fail("TSA certificate is not valid at genTime " + std::to_string(t) + " (valid " +
-                        std::to_string(signer.not_before()) + ".." +
+            return fail("TSA certificate is not valid at genTime " + std::to_string(t) +
+                        " (valid " + std::to_string(signer.not_before()) + ".." +
                         std::to_string(signer.not_after()) + ")");
         }
         if (a.chain.size() == 1) return {};  // the root pins this very certificate
@@ -336,7 +336,8 @@ Status check_signer(const Certificate& signer, const Rfc3161Token& t) {
             &crt, MBEDTLS_OID_TIME_STAMPING, MBEDTLS_OID_SIZE(MBEDTLS_OID_TIME_STAMPING)) != 0) {
         return fail("TSA certificate lacks the timeStamping extended key usage");
     }
-    Bytes digest = digest_of(t.signature_md, t.signed_attributes.data(), t.signed_attributes.size());
+    Bytes digest =
+        digest_of(t.signature_md, t.signed_attributes.data(), t.signed_attributes.size());
     int r = mbedtls_pk_verify(const_cast<mbedtls_pk_context*>(&crt.pk), t.signature_md,
                               digest.data(), digest.size(), t.signature.data(), t.signature.size());
     if (r != 0) return fail("TSA signature does not verify: " + mbedtls_error_text(r));
@@ -352,8 +353,7 @@ Result<VerifiedTimestamp> verify_rfc3161(const Bytes& token, const Bytes& bundle
     if (digest_of(t->digest_md, t->tst_info.data(), t->tst_info.size()) != t->message_digest) {
         return fail("messageDigest attribute != hash of the TSTInfo");
     }
-    if (digest_of(t->imprint_md, bundle_signature.data(), bundle_signature.size()) !=
-        t->imprint) {
+    if (digest_of(t->imprint_md, bundle_signature.data(), bundle_signature.size()) != t->imprint) {
         return fail("message imprint != hash of the bundle signature");
     }
     auto embedded = embedded_signer(*t);

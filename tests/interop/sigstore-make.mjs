@@ -11,6 +11,10 @@
 //   OUTDIR/cases/<name>/case.json       {artifact, subject, issuer, expect: "ok" | "<step>:"}
 // Tampered cases that must fail at a later step are "resealed": the log's SET, inclusion proof and
 // checkpoint are recomputed with the private Rekor key, so only the intended check can catch them.
+// The root also holds a timestamp authority (@sigstore/mock's TSA, asked by @sigstore/sign's
+// TSAWitness) and a Rekor v2-style log: an Ed25519 key whose checkpoints (C2SP signed notes) and
+// hashedrekord 0.0.2 entries are written here, since the mock's v2 log signs with ECDSA.
+// case.json may carry minTimestamps (update.signature.minTimestamps; default 1).
 import { createRequire } from 'node:module';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -24,6 +28,8 @@ const { bundleToJSON } = require('@sigstore/bundle');
 
 const FULCIO_URL = 'https://fulcio.mock.test';
 const REKOR_URL = 'https://rekor.mock.test';
+const TSA_URL = 'https://tsa.mock.test';
+const REKOR_V2_ORIGIN = 'log2026.rekor.mock.test';
 const SUBJECT = 'https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0';
 const ISSUER = 'https://token.actions.githubusercontent.com';
 
@@ -49,17 +55,20 @@ function token(sub, iss) {
 }
 
 // --- one signing run: a CA, CT log and Rekor log answering over nock -----------------------------
-async function makeServices(rekorClock) {
+async function makeServices(rekorClock, tsaClock) {
   const caKeys = keyPair();
   const ctKeys = keyPair();
   const rekorKeys = keyPair();
   const ctlog = await mock.initializeCTLog(ctKeys);
   const ca = await mock.initializeCA(caKeys, ctlog);
   const tlog = await mock.initializeTLog(REKOR_URL, rekorKeys, rekorClock);
-  return { ca, ctlog, ctKeys, rekorKeys, tlog };
+  const tsa = await mock.initializeTSA(keyPair(), tsaClock);
+  const v2Keys = crypto.generateKeyPairSync('ed25519');
+  return { ca, ctlog, ctKeys, rekorKeys, tlog, tsa, v2Keys };
 }
 
-async function signWith(services, artifact, subject, issuer) {
+// Signs with a Rekor v1 entry and, when `timestamp`, an RFC 3161 timestamp from the mock TSA.
+async function signWith(services, artifact, subject, issuer, { timestamp = false } = {}) {
   nock.cleanAll();
   const fulcio = mock.fulcioHandler(services.ca);
   const rekor = mock.rekorHandler(services.tlog);
@@ -69,12 +78,16 @@ async function signWith(services, artifact, subject, issuer) {
   };
   nock(FULCIO_URL).post(fulcio.path).reply(adapt(fulcio.fn));
   nock(REKOR_URL).post(rekor.path).reply(adapt(rekor.fn));
+  const tsa = mock.tsaHandler(services.tsa);
+  nock(TSA_URL).post(tsa.path).reply(adapt(tsa.fn));
   const signer = new sign.FulcioSigner({
     fulcioBaseURL: FULCIO_URL,
     identityProvider: { getToken: async () => token(subject, issuer) },
   });
   const witness = new sign.RekorWitness({ rekorBaseURL: REKOR_URL });
-  const builder = new sign.MessageSignatureBundleBuilder({ signer, witnesses: [witness] });
+  const witnesses = [witness];
+  if (timestamp) witnesses.push(new sign.TSAWitness({ tsaBaseURL: TSA_URL }));
+  const builder = new sign.MessageSignatureBundleBuilder({ signer, witnesses });
   const bundle = await builder.create({ data: artifact });
   return bundleToJSON(bundle);
 }
@@ -90,6 +103,11 @@ function trustedRoot(services) {
       hashAlgorithm: 'SHA2_256',
       publicKey: { rawBytes: b64(rekorSpki), keyDetails: 'PKIX_ECDSA_P256_SHA_256', validFor: { start } },
       logId: { keyId: b64(sha256(rekorSpki)) },
+    }, {
+      baseUrl: `https://${REKOR_V2_ORIGIN}`,
+      hashAlgorithm: 'SHA2_256',
+      publicKey: { rawBytes: b64(spki(services.v2Keys.publicKey)), keyDetails: 'PKIX_ED25519', validFor: { start } },
+      logId: { keyId: b64(v2LogId(services.v2Keys.publicKey)) },
     }],
     certificateAuthorities: [{
       subject: { organization: 'sigstore.mock', commonName: 'sigstore' },
@@ -103,7 +121,16 @@ function trustedRoot(services) {
       publicKey: { rawBytes: b64(ctSpki), keyDetails: 'PKIX_ECDSA_P256_SHA_256', validFor: { start } },
       logId: { keyId: b64(Buffer.from(services.ctlog.logID.buffer)) },
     }],
-    timestampAuthorities: [],
+    timestampAuthorities: [tsaAuthority(services.tsa, start)],
+  };
+}
+
+function tsaAuthority(tsa, start) {
+  return {
+    subject: { organization: 'sigstore.mock', commonName: 'tsa' },
+    uri: TSA_URL,
+    certChain: { certificates: [{ rawBytes: b64(tsa.intCertificate) }, { rawBytes: b64(tsa.rootCertificate) }] },
+    validFor: { start },
   };
 }
 
@@ -158,6 +185,58 @@ function reseal(bundle, rekorKeys, { size = 1, index = 0 } = {}) {
   return bundle;
 }
 
+// --- Rekor v2: hashedrekord 0.0.2, Ed25519 checkpoints, no SET ---------------------------------
+// The C2SP signed-note key ID, which the trusted root lists as the log's keyId:
+// SHA-256(origin || "\n" || 0x01 || raw Ed25519 key).
+function v2LogId(publicKey) {
+  return sha256(Buffer.from(`${REKOR_V2_ORIGIN}\n`), Buffer.from([1]), spki(publicKey).subarray(12));
+}
+
+// Replaces the bundle's (v0.3) entry by a Rekor v2 one for the same signature; the checkpoint is
+// signed by `signingKey` (the log's own key unless a forgery is wanted) under the log's key hint.
+function toRekorV2(bundle, v2Keys, { signingKey = v2Keys.privateKey, size = 5, index = 3 } = {}) {
+  const vm = bundle.verificationMaterial;
+  const body = {
+    apiVersion: '0.0.2',
+    kind: 'hashedrekord',
+    spec: { hashedRekordV002: {
+      data: { algorithm: 'SHA2_256', digest: bundle.messageSignature.messageDigest.digest },
+      signature: {
+        content: bundle.messageSignature.signature,
+        verifier: { keyDetails: 'PKIX_ECDSA_P256_SHA_256', x509Certificate: { rawBytes: vm.certificate.rawBytes } },
+      },
+    } },
+  };
+  const bodyBytes = Buffer.from(JSON.stringify(body));
+  const leaves = [];
+  for (let i = 0; i < size; i++) leaves.push(i === index ? bodyBytes : crypto.randomBytes(40));
+  const root = mth(leaves);
+  const logId = v2LogId(v2Keys.publicKey);
+  const note = `${REKOR_V2_ORIGIN}\n${size}\n${b64(root)}\n`;
+  const sig = crypto.sign(null, Buffer.from(note), signingKey);
+  const envelope = `${note}\n\u2014 ${REKOR_V2_ORIGIN} ${b64(Buffer.concat([logId.subarray(0, 4), sig]))}\n`;
+  vm.tlogEntries = [{
+    logIndex: String(index),
+    logId: { keyId: b64(logId) },
+    kindVersion: { kind: 'hashedrekord', version: '0.0.2' },
+    inclusionProof: {
+      logIndex: String(index), rootHash: b64(root), treeSize: String(size),
+      hashes: auditPath(index, leaves).map(b64), checkpoint: { envelope },
+    },
+    canonicalizedBody: b64(bodyBytes),
+  }];
+  return bundle;
+}
+
+// An RFC 3161 response from `tsa` over `payload` (what it would stamp for a bundle signing it).
+async function timestampOver(tsa, payload) {
+  const der = await tsa.timestamp({
+    artifactHash: sha256(payload), hashAlgorithmOID: '2.16.840.1.101.3.4.2.1',
+    nonce: 7, policyOID: '1.3.6.1.4.1.57264.2', certReq: true,
+  });
+  return b64(Buffer.from(der.buffer, der.byteOffset, der.byteLength));
+}
+
 function editBody(bundle, edit) {
   const e = bundle.verificationMaterial.tlogEntries[0];
   const body = JSON.parse(Buffer.from(e.canonicalizedBody, 'base64').toString());
@@ -180,6 +259,45 @@ function toV03(bundle) {
 }
 
 // --- the cases ------------------------------------------------------------------------------------
+// RFC 3161 timestamps and Rekor v2: accepted, and each new check's failure shown.
+async function addTimestampCases(services, artifact, add, cases) {
+  const stamped = toV03(await signWith(services, artifact, SUBJECT, ISSUER, { timestamp: true }));
+  const clone = () => JSON.parse(JSON.stringify(stamped));
+  const stamps = (b) => b.verificationMaterial.timestampVerificationData.rfc3161Timestamps;
+  add('ok-set-and-timestamp', clone(), 'ok');
+  add('ok-set-and-timestamp-min-2', clone(), 'ok');
+  cases[cases.length - 1].minTimestamps = 2;
+  add('timestamps-below-policy', clone(), 'timestamps:');
+  cases[cases.length - 1].minTimestamps = 3;
+  const imprint = clone();
+  stamps(imprint)[0].signedTimestamp = await timestampOver(services.tsa, Buffer.from('another signature'));
+  add('timestamp-imprint-mismatch', imprint, 'timestamp:');
+  const foreign = await makeServices();
+  const untrusted = clone();
+  stamps(untrusted)[0].signedTimestamp =
+    await timestampOver(foreign.tsa, Buffer.from(untrusted.messageSignature.signature, 'base64'));
+  add('timestamp-untrusted-tsa', untrusted, 'timestamp:');
+  // A TSA whose clock runs an hour ahead: genTime is after the ten-minute leaf expired.
+  const late = await makeServices(undefined, new Date(Date.now() + 3600 * 1000));
+  const lateStamp = clone();
+  stamps(lateStamp)[0].signedTimestamp =
+    await timestampOver(late.tsa, Buffer.from(lateStamp.messageSignature.signature, 'base64'));
+  const lateRoot = trustedRoot(services);
+  lateRoot.timestampAuthorities = [tsaAuthority(late.tsa, lateRoot.tlogs[0].publicKey.validFor.start)];
+  fs.mkdirSync(path.join(out, 'late-tsa'), { recursive: true });
+  fs.writeFileSync(path.join(out, 'late-tsa', 'trusted_root.json'), JSON.stringify(lateRoot, null, 2));
+  add('timestamp-outside-certificate-validity', lateStamp, 'timestamp:');
+  cases[cases.length - 1].root = 'late-tsa/trusted_root.json';
+
+  add('ok-rekor2-with-timestamp', toRekorV2(clone(), services.v2Keys), 'ok');
+  const forger = crypto.generateKeyPairSync('ed25519');
+  add('rekor2-checkpoint-forged',
+    toRekorV2(clone(), services.v2Keys, { signingKey: forger.privateKey }), 'checkpoint:');
+  const bare = toRekorV2(clone(), services.v2Keys);
+  delete bare.verificationMaterial.timestampVerificationData;
+  add('rekor2-without-timestamp', bare, 'timestamp:');
+}
+
 async function main() {
   fs.mkdirSync(path.join(out, 'cases'), { recursive: true });
   const artifact = process.argv[3]
@@ -270,13 +388,15 @@ async function main() {
   add('untrusted-ctlog', JSON.parse(JSON.stringify(foreignBundle)), 'SCT:');
   cases[cases.length - 1].root = 'untrusted-ctlog/trusted_root.json';
 
+  await addTimestampCases(services, artifact, add, cases);
+
   for (const c of cases) {
     const dir = path.join(out, 'cases', c.name);
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(path.join(dir, 'bundle.json'), JSON.stringify(c.bundle, null, 2));
     fs.writeFileSync(path.join(dir, 'case.json'), JSON.stringify({
       artifact: c.artifact, subject: c.subject, issuer: c.issuer, expect: c.expect,
-      root: c.root || 'trusted_root.json',
+      root: c.root || 'trusted_root.json', minTimestamps: c.minTimestamps || 1,
     }, null, 2));
   }
   const extra = process.argv.slice(3);

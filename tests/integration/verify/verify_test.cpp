@@ -43,6 +43,7 @@ std::string json_string(json_object* obj, const char* key) {
 
 struct GeneratedCase {
     std::string name, bundle, artifact, root, subject, issuer, expect;
+    std::string min_timestamps;  // update.signature.minTimestamps of the case
 };
 
 std::vector<GeneratedCase> load_cases(const std::string& out) {
@@ -51,9 +52,12 @@ std::vector<GeneratedCase> load_cases(const std::string& out) {
         std::string dir = out + "/cases/" + name;
         json_object* c = json_tokener_parse(read_file(dir + "/case.json").c_str());
         REQUIRE_MESSAGE(c != nullptr, "unreadable " << dir << "/case.json");
+        json_object* min = nullptr;
+        json_object_object_get_ex(c, "minTimestamps", &min);
         cases.push_back({name, dir + "/bundle.json", out + "/" + json_string(c, "artifact"),
                          out + "/" + json_string(c, "root"), json_string(c, "subject"),
-                         json_string(c, "issuer"), json_string(c, "expect")});
+                         json_string(c, "issuer"), json_string(c, "expect"),
+                         std::to_string(min ? json_object_get_int(min) : 1)});
         json_object_put(c);
     }
     return cases;
@@ -72,10 +76,12 @@ bool make_cases(const std::string& out) {
 }
 
 RunResult verify(const std::string& artifact, const std::string& bundle, const std::string& root,
-                 const std::string& subject, const std::string& issuer) {
-    return run({updater_bin(), "verify", "--artifact", artifact, "--bundle", bundle,
-                "--trusted-root", root, "--subject", subject, "--issuer", issuer},
-               60s);
+                 const std::string& subject, const std::string& issuer,
+                 const std::string& min_timestamps = "1") {
+    return run(
+        {updater_bin(), "verify", "--artifact", artifact, "--bundle", bundle, "--trusted-root",
+         root, "--subject", subject, "--issuer", issuer, "--min-timestamps", min_timestamps},
+        60s);
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) {
@@ -91,11 +97,11 @@ TEST_CASE("verify: accepts fresh bundles and rejects each tampering at the step 
     TempDir tmp;
     if (!make_cases(tmp.path())) return;
     auto cases = load_cases(tmp.path());
-    REQUIRE(cases.size() >= 15);
+    REQUIRE(cases.size() >= 27);
     int accepted = 0, rejected = 0;
     for (const GeneratedCase& c : cases) {
         CAPTURE(c.name);
-        RunResult r = verify(c.artifact, c.bundle, c.root, c.subject, c.issuer);
+        RunResult r = verify(c.artifact, c.bundle, c.root, c.subject, c.issuer, c.min_timestamps);
         if (c.expect == "ok") {
             CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
             CHECK(starts_with(r.out, "verified: " + c.subject + " " + c.issuer + " "));
@@ -107,8 +113,37 @@ TEST_CASE("verify: accepts fresh bundles and rejects each tampering at the step 
         }
     }
     MESSAGE("generated cases: " << accepted << " accepted, " << rejected << " rejected");
-    CHECK(accepted >= 4);
-    CHECK(rejected >= 11);
+    CHECK(accepted >= 7);
+    CHECK(rejected >= 20);
+}
+
+TEST_CASE("verify: a SET and an RFC 3161 timestamp are both verified and named as time sources") {
+    TempDir tmp;
+    if (!make_cases(tmp.path())) return;
+    std::map<std::string, GeneratedCase> by_name;
+    for (const GeneratedCase& c : load_cases(tmp.path())) by_name[c.name] = c;
+    const GeneratedCase& both = by_name.at("ok-set-and-timestamp");
+    RunResult r = verify(both.artifact, both.bundle, both.root, both.subject, both.issuer, "2");
+    CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
+    CHECK_MESSAGE(
+        r.out.find("\ntime sources: RFC 3161 https://tsa.mock.test ") != std::string::npos, r.out);
+    CHECK_MESSAGE(r.out.find(", SET https://rekor.mock.test ") != std::string::npos, r.out);
+    r = verify(both.artifact, both.bundle, both.root, both.subject, both.issuer, "3");
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(starts_with(r.out,
+                              "not verified: timestamps: 2 verified time source(s) (RFC "
+                              "3161, SET) where minTimestamps requires 3"),
+                  r.out);
+    // A Rekor v2 entry brings no time of its own: its one source is the timestamp.
+    const GeneratedCase& v2 = by_name.at("ok-rekor2-with-timestamp");
+    r = verify(v2.artifact, v2.bundle, v2.root, v2.subject, v2.issuer, "2");
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(starts_with(r.out,
+                              "not verified: timestamps: 1 verified time source(s) (RFC "
+                              "3161) where minTimestamps requires 2"),
+                  r.out);
+    RunResult bad = verify(v2.artifact, v2.bundle, v2.root, v2.subject, v2.issuer, "0");
+    CHECK(bad.exit_code == 2);
 }
 
 TEST_CASE("verify: the reference verifier @sigstore/verify agrees on every generated case") {
@@ -136,7 +171,7 @@ TEST_CASE("verify: the reference verifier @sigstore/verify agrees on every gener
     for (const GeneratedCase& c : cases) {
         CAPTURE(c.name);
         REQUIRE(reference.count(c.name) == 1);
-        RunResult r = verify(c.artifact, c.bundle, c.root, c.subject, c.issuer);
+        RunResult r = verify(c.artifact, c.bundle, c.root, c.subject, c.issuer, c.min_timestamps);
         bool ours = r.exit_code == 0;
         CHECK_MESSAGE(ours == reference[c.name], "ours: " << r.out);
         CHECK(ours == (c.expect == "ok"));
