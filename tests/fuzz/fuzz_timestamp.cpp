@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
+#include "public_good_root.hpp"
 #include "verify/der.hpp"
 #include "verify/timestamp.hpp"
 #include "verify/trusted_root.hpp"
@@ -17,7 +19,8 @@ namespace {
 
 using namespace myr::verify;
 
-constexpr std::string_view kAuthorities =
+// The staging TSA of the Rekor v2 conformance cases (public test data).
+constexpr std::string_view kStagingAuthority =
     R"J({"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1","timestampAutho)J"
     R"J(rities":[{"subject":{"organization":"sigstore.dev","commonName":"sigstore-tsa-selfsigned)J"
     R"J("},"uri":"https://timestamp.sigstage.dev/api/v1/timestamp","certChain":{"certificates":[)J"
@@ -37,34 +40,20 @@ constexpr std::string_view kAuthorities =
     R"J(N4FgwhPFpZnCbQPOjRTBDMA4GA1UdDwEB/wQEAwIBBjASBgNVHRMBAf8ECDAGAQH/AgEAMB0GA1UdDgQWBBQ7IEZ)J"
     R"J(ZXrUyTUcwzm5j7nN0R/IEfTAKBggqhkjOPQQDAwNpADBmAjEA2MI1VXgbf3dUOSc95hSRypBKOab18eh2xzQtxUs)J"
     R"J(HvWeY+1iFgyMluUuNR6taoSmFAjEA31m2czguZhKYX+4JSKu5pRYhBTXAd8KKQ3xdPRX/qCaLvT2qJAEQ1YQM3EJ)J"
-    R"J(RrtI7"}]},"validFor":{"start":"2025-04-09T00:00:00Z"}},{"subject":{"organization":"sigst)J"
-    R"J(ore.dev","commonName":"sigstore-tsa-selfsigned"},"uri":"https://timestamp.sigstore.dev/a)J"
-    R"J(pi/v1/timestamp","certChain":{"certificates":[{"rawBytes":"MIICEDCCAZagAwIBAgIUOhNULwyQY)J"
-    R"J(e68wUMvy4qOiyojiwwwCgYIKoZIzj0EAwMwOTEVMBMGA1UEChMMc2lnc3RvcmUuZGV2MSAwHgYDVQQDExdzaWdzd)J"
-    R"J(G9yZS10c2Etc2VsZnNpZ25lZDAeFw0yNTA0MDgwNjU5NDNaFw0zNTA0MDYwNjU5NDNaMC4xFTATBgNVBAoTDHNpZ)J"
-    R"J(3N0b3JlLmRldjEVMBMGA1UEAxMMc2lnc3RvcmUtdHNhMHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE4ra2Z8hKNig2T)J"
-    R"J(9kFjCAToGG30jky+WQv3BzL+mKvh1SKNR/UwuwsfNCg4sryoYAd8E6isovVA3M4aoNdm9QDi50Z8nTEyvqgfDPtT)J"
-    R"J(IwXItfiW/AFf1V7uwkbkAoj0xxco2owaDAOBgNVHQ8BAf8EBAMCB4AwHQYDVR0OBBYEFIn9eUOHz9BlRsMCRscsc)J"
-    R"J(1t9tOsDMB8GA1UdIwQYMBaAFJjsAe9/u1H/1JUeb4qImFMHic6/MBYGA1UdJQEB/wQMMAoGCCsGAQUFBwMIMAoGC)J"
-    R"J(CqGSM49BAMDA2gAMGUCMDtpsV/6KaO0qyF/UMsX2aSUXKQFdoGTptQGc0ftq1csulHPGG6dsmyMNd3JB+G3EQIxA)J"
-    R"J(OajvBcjpJmKb4Nv+2Taoj8Uc5+b6ih6FXCCKraSqupe07zqswMcXJTe1cExvHvvlw=="},{"rawBytes":"MIIB9)J"
-    R"J(zCCAXygAwIBAgIUV7f0GLDOoEzIh8LXSW80OJiUp14wCgYIKoZIzj0EAwMwOTEVMBMGA1UEChMMc2lnc3RvcmUuZ)J"
-    R"J(GV2MSAwHgYDVQQDExdzaWdzdG9yZS10c2Etc2VsZnNpZ25lZDAeFw0yNTA0MDgwNjU5NDNaFw0zNTA0MDYwNjU5N)J"
-    R"J(DNaMDkxFTATBgNVBAoTDHNpZ3N0b3JlLmRldjEgMB4GA1UEAxMXc2lnc3RvcmUtdHNhLXNlbGZzaWduZWQwdjAQB)J"
-    R"J(gcqhkjOPQIBBgUrgQQAIgNiAAQUQNtfRT/ou3YATa6wB/kKTe70cfJwyRIBovMnt8RcJph/COE82uyS6FmppLLL1)J"
-    R"J(VBPGcPfpQPYJNXzWwi8icwhKQ6W/Qe2h3oebBb2FHpwNJDqo+TMaC/tdfkv/ElJB72jRTBDMA4GA1UdDwEB/wQEA)J"
-    R"J(wIBBjASBgNVHRMBAf8ECDAGAQH/AgEAMB0GA1UdDgQWBBSY7AHvf7tR/9SVHm+KiJhTB4nOvzAKBggqhkjOPQQDA)J"
-    R"J(wNpADBmAjEAwGEGrfGZR1cen1R8/DTVMI943LssZmJRtDp/i7SfGHmGRP6gRbuj9vOK3b67Z0QQAjEAuT2H673LQ)J"
-    R"J(EaHTcyQSZrkp4mX7WwkmF+sVbkYY5mXN+RMH13KUEHHOqASaemYWK/E"}]},"validFor":{"start":"2025-07)J"
-    R"J(-04T00:00:00Z"}}]})J";
+    R"J(RrtI7"}]},"validFor":{"start":"2025-04-09T00:00:00Z"}}]})J";
 
-const TrustedRoot& authorities() {
-    static const TrustedRoot root = [] {
-        auto r = parse_trusted_root(kAuthorities);
-        if (!r) __builtin_trap();
-        return *r;
+// The public-good TSA (of the upstream-release bundle) and the staging one.
+const std::vector<CertificateAuthority>& authorities() {
+    static const std::vector<CertificateAuthority> all = [] {
+        auto good = parse_trusted_root(myr::fuzz::kPublicGoodRoot);
+        auto staging = parse_trusted_root(kStagingAuthority);
+        if (!good || !staging) __builtin_trap();
+        std::vector<CertificateAuthority> out = good->timestamp_authorities;
+        out.insert(out.end(), staging->timestamp_authorities.begin(),
+                   staging->timestamp_authorities.end());
+        return out;
     }();
-    return root;
+    return all;
 }
 
 }  // namespace
@@ -82,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             __builtin_trap();
         }
     }
-    (void)verify_rfc3161(token, signature, authorities().timestamp_authorities);
+    (void)verify_rfc3161(token, signature, authorities());
     DerReader reader(token.data(), token.size());
     while (!reader.done()) {
         auto e = reader.next("element");

@@ -62,7 +62,8 @@ TEST_CASE("der: lengths must be definite, minimal and within the container") {
     };
     CHECK(bad({0x30, 0x05, 0x02, 0x01}).find("runs past its container") != std::string::npos);
     CHECK(bad({0x30, 0x80, 0x00, 0x00}).find("unsupported length form") != std::string::npos);
-    CHECK(bad({0x30, 0x81, 0x05, 0, 0, 0, 0, 0}).find("not minimally encoded") != std::string::npos);
+    CHECK(bad({0x30, 0x81, 0x05, 0, 0, 0, 0, 0}).find("not minimally encoded") !=
+          std::string::npos);
     CHECK(bad({0x30, 0x82, 0x00, 0x90}).find("not minimally encoded") != std::string::npos);
     CHECK(bad({0x30, 0x85, 1, 0, 0, 0, 0}).find("unsupported length form") != std::string::npos);
     CHECK(bad({0x1F, 0x01, 0x00}).find("multi-byte tag") != std::string::npos);
@@ -166,7 +167,8 @@ TEST_CASE("timestamp: oversized tokens, wrong content types and wrong authoritie
               .find("larger than the limit of 65536 bytes") != std::string::npos);
     // The signedData OID (1.2.840.113549.1.7.2) turned into data (…7.1).
     Bytes wrong_type = s.token;
-    const uint8_t signed_data[] = {0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x02};
+    const uint8_t signed_data[] = {0x06, 0x09, 0x2A, 0x86, 0x48, 0x86,
+                                   0xF7, 0x0D, 0x01, 0x07, 0x02};
     auto at = std::search(wrong_type.begin(), wrong_type.end(), std::begin(signed_data),
                           std::end(signed_data));
     REQUIRE(at != wrong_type.end());
@@ -175,10 +177,10 @@ TEST_CASE("timestamp: oversized tokens, wrong content types and wrong authoritie
           "ContentInfo: not a CMS SignedData");
     // The TSTInfo content type (…9.16.1.4) turned into another (…9.16.1.5).
     Bytes wrong_content = s.token;
-    const uint8_t tst[] = {0x06, 0x0B, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D,
-                           0x01, 0x09, 0x10, 0x01, 0x04};
-    auto tat = std::search(wrong_content.begin(), wrong_content.end(), std::begin(tst),
-                           std::end(tst));
+    const uint8_t tst[] = {0x06, 0x0B, 0x2A, 0x86, 0x48, 0x86, 0xF7,
+                           0x0D, 0x01, 0x09, 0x10, 0x01, 0x04};
+    auto tat =
+        std::search(wrong_content.begin(), wrong_content.end(), std::begin(tst), std::end(tst));
     REQUIRE(tat != wrong_content.end());
     tat[12] = 0x05;
     CHECK(error_of(verify_rfc3161(wrong_content, s.signature, s.root.timestamp_authorities)) ==
@@ -208,7 +210,8 @@ TEST_CASE("ed25519: keys are RFC 8410 SubjectPublicKeyInfo; signatures verify or
     const std::string note =
         "log2025-alpha1.rekor.sigstage.dev\n736\nrs1YPY0ydAV0lxgfrq5pE4oRpUJwo3syeps5+eGUTDI=\n";
     auto blob = base64_decode(
-        "8w1amdbj1mjNN674dHAkD92+QZoEgBC7o0mXYSTRluDjQrOPjrps3zQB9ut+ShLepyZPsWBDi5IB3yXyjgjQT6OG9A8=");
+        "8w1amdbj1mjNN674dHAkD92+QZoEgBC7o0mXYSTRluDjQrOPjrps3zQB9ut+"
+        "ShLepyZPsWBDi5IB3yXyjgjQT6OG9A8=");
     REQUIRE(blob.ok());
     Bytes sig(blob->begin() + 4, blob->end());
     auto data = reinterpret_cast<const uint8_t*>(note.data());
