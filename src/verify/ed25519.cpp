@@ -17,18 +17,20 @@ constexpr size_t kPrefix = sizeof kEd25519SpkiPrefix;
 }  // namespace
 
 bool is_ed25519_spki(const Bytes& spki) {
-    return spki.size() == kPrefix + crypto_sign_PUBLICKEYBYTES &&
+    return spki.size() == kPrefix + crypto_sign_ed25519_PUBLICKEYBYTES &&
            std::memcmp(spki.data(), kEd25519SpkiPrefix, kPrefix) == 0;
 }
 
 Status ed25519_verify(const Bytes& spki, const uint8_t* data, size_t len, const Bytes& sig) {
     if (!is_ed25519_spki(spki)) return fail("not an Ed25519 public key");
-    if (sig.size() != crypto_sign_BYTES) {
+    if (sig.size() != crypto_sign_ed25519_BYTES) {
         return fail("Ed25519 signature is " + std::to_string(sig.size()) + " bytes, not 64");
     }
-    // sodium_init() picks CPU-specific code paths; it is idempotent and safe to call each time.
-    if (sodium_init() < 0) return fail("libsodium did not initialise");
-    if (crypto_sign_verify_detached(sig.data(), data, len, spki.data() + kPrefix) != 0) {
+    // No sodium_init(): it selects CPU-specific code for the primitives that dispatch at run time
+    // (BLAKE2b, Argon2, ChaCha20, ...) and seeds the random source; Ed25519 verification does
+    // neither. The Ed25519 function is called directly: the generic crypto_sign_verify_detached
+    // would also link key generation.
+    if (crypto_sign_ed25519_verify_detached(sig.data(), data, len, spki.data() + kPrefix) != 0) {
         return fail("Ed25519 signature does not verify");
     }
     return {};

@@ -1,5 +1,5 @@
 // Ed25519 signatures (RFC 8032), as Rekor v2 signs its checkpoints. mbedTLS 2.28 has no Ed25519;
-// libsodium's crypto_sign_verify_detached does the arithmetic (docs/dependencies.md).
+// libsodium's crypto_sign_ed25519_verify_detached does the arithmetic (docs/dependencies.md).
 #pragma once
 
 #include <cstddef>
