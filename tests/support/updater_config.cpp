@@ -38,6 +38,8 @@ std::string UpdaterConfig::yaml() const {
            field("enrollmentTokenFile", enrollment_token_file) + "update:\n" +
            field("requireSignature", require_signature ? "true" : "false") +
            field("trustedRootFile", trusted_root_file) + signer +
+           field("signature",
+                 min_timestamps ? "{minTimestamps: " + number(min_timestamps) + "}" : "") +
            field("allowedDownloadPrefixes", prefixes.empty() ? "" : "[" + prefixes + "]") +
            field("minimumVersion", minimum_version) +
            field("allowDowngrade", boolean(allow_downgrade)) +

@@ -17,6 +17,7 @@ struct UpdaterConfig {
     bool require_signature = false;
     std::string trusted_root_file;
     std::string signer_subject, signer_issuer;  // update.signerIdentity
+    std::optional<int> min_timestamps;          // update.signature.minTimestamps
     std::vector<std::string> allowed_download_prefixes;
     std::string minimum_version;
     std::optional<bool> allow_downgrade;
