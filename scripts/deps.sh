@@ -17,7 +17,7 @@ myr_need_pkgs() {
 
 MYR_BUILD_PKGS=(build-essential meson ninja-build pkg-config python3 libuv1-dev libmbedtls-dev
     libyaml-dev libjson-c-dev zlib1g-dev libarchive-dev libzstd-dev libprotobuf-c-dev
-    protobuf-c-compiler doctest-dev node-llhttp)
+    protobuf-c-compiler doctest-dev node-llhttp libsodium-dev)
 MYR_TEST_PKGS=(util-linux strace openssl ca-certificates curl procps e2fsprogs xz-utils zstd
     python3-jsonschema file)
 # The HTTP proxy the proxy tests start on loopback (integration-net-proxy, tests/bench/proxy.sh).
@@ -45,7 +45,7 @@ MYR_HOST_PKGS=(mmdebstrap systemd-container)
 MYR_ARM64_TOOLS=(g++-aarch64-linux-gnu qemu-user-static binfmt-support)
 MYR_ARM64_LIBS=(libuv1-dev:arm64 libmbedtls-dev:arm64 libyaml-dev:arm64 libjson-c-dev:arm64
     zlib1g-dev:arm64 libarchive-dev:arm64 libzstd-dev:arm64 libprotobuf-c-dev:arm64
-    liblzma-dev:arm64 libbz2-dev:arm64 nettle-dev:arm64)
+    liblzma-dev:arm64 libbz2-dev:arm64 nettle-dev:arm64 libsodium-dev:arm64)
 myr_need_arm64() {
     if ! dpkg --print-foreign-architectures | grep -qx arm64; then
         [ "$(id -u)" -eq 0 ] || { echo "need root to add the arm64 architecture (dpkg --add-architecture arm64)" >&2; return 1; }

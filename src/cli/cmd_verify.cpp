@@ -52,7 +52,9 @@ constexpr FieldFlag kFieldFlags[] = {
 };
 
 ArgSpec spec() {
-    ArgSpec s{{"artifact", "digest", "bundle", "trusted-root", "version", "key"}, {}, {}};
+    ArgSpec s{{"artifact", "digest", "bundle", "trusted-root", "version", "key", "min-timestamps"},
+              {},
+              {}};
     for (const Alias& a : kAliases) s.options.insert({a.ours, a.cosign});
     for (const FieldFlag& f : kFieldFlags) s.options.insert(f.flag);
     return s;
@@ -139,9 +141,20 @@ Result<verify::Bytes> managed_key(const std::string& path, bool& refused) {
 
 // One line per check that passed, so an operator sees what "verified" covered.
 void print_checks(const verify::Verified& v, const verify::Identity& id) {
+    // The signing time, from the source that gave it (a SET's over a timestamp's), then every
+    // verified source: "SET <log> <time>", "RFC 3161 <authority> <time>".
     WallTime at{std::chrono::seconds(v.integrated_time)};
+    std::string from, all;
+    for (const verify::TimeSource& t : v.time_sources) {
+        if (t.time == v.integrated_time && (from.empty() || t.kind == verify::TimeSource::Kind::set)) {
+            from = t.kind_name() + " of " + t.authority;
+        }
+        all += (all.empty() ? "" : ", ") + t.kind_name() + " " + t.authority + " " +
+               std::to_string(t.time);
+    }
     std::printf("  time: %s (%lld) from the %s\n", format_rfc3339(at).c_str(),
-                static_cast<long long>(v.integrated_time), v.time_source.c_str());
+                static_cast<long long>(v.integrated_time), from.c_str());
+    std::printf("  time sources: %s\n", all.c_str());
     std::printf("  log: %s, inclusion proof and checkpoint\n", v.log.c_str());
     if (!id.public_key.empty()) {
         std::printf("  signature: the managed key %s\n", v.subject.c_str());
@@ -191,6 +204,16 @@ int cmd_verify(const std::vector<std::string>& argv) {
         digest = *d;
     }
 
+    // Like update.signature.minTimestamps: verified time sources required (SETs and RFC 3161).
+    verify::Options options;
+    if (auto n = args->get("min-timestamps")) {
+        auto count = verify::parse_decimal_count(*n);
+        if (!count || *count < 1 || *count > 32) {
+            return usage_error(kCmd, "--min-timestamps must be an integer from 1 to 32");
+        }
+        options.min_timestamps = *count;
+    }
+
     auto root_text =
         verify::read_small_file(*args->get("trusted-root"), verify::kMaxTrustedRootBytes);
     if (!root_text) return runtime_error(root_text.error().context("verify: trusted root"));
@@ -215,7 +238,7 @@ int cmd_verify(const std::vector<std::string>& argv) {
         digests.sha512.assign(sha512->begin(), sha512->end());
     }
     Result<verify::Verified> result =
-        bundle ? verify::verify_bundle(*root, *bundle, digests, *identity)
+        bundle ? verify::verify_bundle(*root, *bundle, digests, *identity, options)
                : Result<verify::Verified>(bundle.fail());
     if (!result) {
         std::printf("not verified: %s\n", result.error().message().c_str());

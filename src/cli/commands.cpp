@@ -55,17 +55,18 @@ const std::vector<Command>& commands() {
          "         --trusted-root FILE ((--subject S | --subject-regexp R) --issuer I | --key PEM)\n"
          "         [--source-repository-ref T] [--build-config-uri T] [--source-repository-uri T]\n"
          "         [--certificate-github-workflow-{name,ref,repository,trigger,sha} T]\n"
-         "         [--version V]\n"
+         "         [--version V] [--min-timestamps N]\n"
          "\n"
          "Checks that FILE (or the artifact with that SHA-256, e.g. a release's published\n"
          "checksum) was signed by the given identity (or by the managed key in the PEM file),\n"
          "using only the trusted root (no network). cosign's names are accepted:\n"
          "--certificate-identity (= --subject), --certificate-identity-regexp,\n"
          "--certificate-oidc-issuer (= --issuer). The certificate field flags must equal the\n"
-         "certificate's Fulcio extensions; in them {version} stands for --version. Prints\n"
-         "`verified: <subject> <issuer> <sha256>` (`verified: key sha256:<key hash> <sha256>` for\n"
-         "a key) and one line per check, and exits 0, or `not verified: <step>: <reason>` and\n"
-         "exits 1.\n",
+         "certificate's Fulcio extensions; in them {version} stands for --version.\n"
+         "--min-timestamps: how many verified time sources (Rekor v1 SETs and RFC 3161\n"
+         "timestamps) are required, default 1. Prints `verified: <subject> <issuer> <sha256>`\n"
+         "(`verified: key sha256:<key hash> <sha256>` for a key) and one line per check, and\n"
+         "exits 0, or `not verified: <step>: <reason>` and exits 1.\n",
          cmd_verify},
         {"forget", "lift the quarantine of a package that failed (works while PID 1 runs)",
          "Usage: myriarch-updater forget --config FILE [--package-hash HEX]\n"

@@ -65,6 +65,14 @@ struct SignerIdentity {
     friend bool operator==(const SignerIdentity&, const SignerIdentity&) = default;
 };
 
+// update.signature: what a signature must show beyond its identity (docs/sigstore.md).
+struct Signature {
+    // Verified time sources required (Rekor v1 SETs and RFC 3161 timestamps each count one).
+    int min_timestamps = 1;
+    friend bool operator==(const Signature&, const Signature&) = default;
+};
+inline constexpr int kMaxMinTimestamps = 32;
+
 // update.startJitter's upper bound.
 inline constexpr Duration kMaxStartJitter = std::chrono::hours(1);
 
@@ -72,6 +80,7 @@ struct Update {
     bool require_signature = true;
     std::string trusted_root_file = "/etc/myriarch/trusted_root.json";
     SignerIdentity signer_identity;
+    Signature signature;
     std::vector<Url> allowed_download_prefixes;  // empty = derived from server.endpoint
     std::optional<VersionText> minimum_version;
     bool allow_downgrade = false;

@@ -492,11 +492,19 @@ void Schema::root(const Node& root) {
             {"githubWorkflowRepository", text(si.github_workflow_repository)},
         };
     };
-    auto update = [this, &up, signer] {
+    auto signature = [this, &up] {
+        return std::vector<Entry>{
+            {"minTimestamps",
+             integer([&up](int64_t n) { up.signature.min_timestamps = static_cast<int>(n); }, 1,
+                     config::kMaxMinTimestamps)},
+        };
+    };
+    auto update = [this, &up, signer, signature] {
         return std::vector<Entry>{
             {"requireSignature", boolean(up.require_signature)},
             {"trustedRootFile", abs_path(up.trusted_root_file, true)},
             {"signerIdentity", section_fn(signer)},
+            {"signature", section_fn(signature)},
             {"allowedDownloadPrefixes", url_list(up.allowed_download_prefixes, {"http", "https"})},
             {"minimumVersion", version(up.minimum_version)},
             {"allowDowngrade", boolean(up.allow_downgrade)},

@@ -146,7 +146,8 @@ ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, 
       metrics_(sched_, cfg.collector.install_dir, cfg.update.trusted_root_file),
       status_(sched_, child_),
       preflight_(reaper_, sched_),
-      verifier_(sched_, cfg.update.trusted_root_file, signer(cfg)),
+      verifier_(sched_, cfg.update.trusted_root_file, signer(cfg),
+                verify::Options{cfg.update.signature.min_timestamps}),
       health_probe_(loop.get(), sched_),
       lifecycle_(sched_, child_, steps()) {}
 

@@ -12,6 +12,7 @@ namespace {
 
 Result<update::Verifier::Verified> check(const std::string& root_file,
                                          const verify::Identity& identity,
+                                         const verify::Options& options,
                                          const update::Verifier::Request& request) {
     auto digest = hash::digest_from_hex(request.sha256_hex);
     if (!digest) return digest.fail("artifact digest");
@@ -27,7 +28,7 @@ Result<update::Verifier::Verified> check(const std::string& root_file,
     auto fields = verify::bind_version(identity.fields, request.version);
     if (!fields) return fields.fail("signer identity");
     bound.fields = std::move(*fields);
-    auto v = verify::verify_bundle(*root, request.bundle_json, *digest, bound);
+    auto v = verify::verify_bundle(*root, request.bundle_json, *digest, bound, options);
     if (!v) return v.fail();
     std::string checked;
     for (const verify::FieldCheck& f : v->fields) {
@@ -66,9 +67,8 @@ std::unique_ptr<update::Step> SigstoreVerifier::verify(Request request,
                                                        update::Callback<Verified> done) {
     return loop::post_job<Verified>(
         sched_, "signature check",
-        [request = std::move(request), root_file = root_file_, identity = identity_] {
-            return check(root_file, identity, request);
-        },
+        [request = std::move(request), root_file = root_file_, identity = identity_,
+         options = options_] { return check(root_file, identity, options, request); },
         std::move(done));
 }
 

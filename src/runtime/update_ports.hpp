@@ -30,14 +30,18 @@ class HttpHealthProbe : public update::HealthProbe {
 class SigstoreVerifier : public update::Verifier {
   public:
     SigstoreVerifier(loop::Scheduler& sched, std::string trusted_root_file,
-                     verify::Identity identity)
-        : sched_(sched), root_file_(std::move(trusted_root_file)), identity_(std::move(identity)) {}
+                     verify::Identity identity, verify::Options options = {})
+        : sched_(sched),
+          root_file_(std::move(trusted_root_file)),
+          identity_(std::move(identity)),
+          options_(options) {}
     std::unique_ptr<update::Step> verify(Request request, update::Callback<Verified> done) override;
 
   private:
     loop::Scheduler& sched_;
     std::string root_file_;
     verify::Identity identity_;
+    verify::Options options_;  // update.signature
 };
 
 }  // namespace myr::runtime

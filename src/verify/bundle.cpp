@@ -91,6 +91,20 @@ Result<TlogEntry> parse_tlog_entry(json_object* e, const std::string& path) {
     return t;
 }
 
+// A signedTimestamp is often the output of `base64 response.tsr`, wrapped at 76 columns; Go's
+// decoder (sigstore-go, cosign) skips line breaks, so they are dropped here too, for this field
+// only.
+Result<Bytes> timestamp_bytes(json_object* ts, size_t i) {
+    const std::string path = "verificationMaterial.timestampVerificationData.rfc3161Timestamps[" +
+                             std::to_string(i) + "].signedTimestamp";
+    auto text = string_member(ts, "signedTimestamp", path, true);
+    if (!text) return text.fail();
+    std::erase_if(*text, [](char c) { return c == '\n' || c == '\r'; });
+    auto der = base64_decode(*text);
+    if (!der) return der.fail(path);
+    return der;
+}
+
 Status parse_material(json_object* vm, Bundle& b) {
     if (json_object* cert = member(vm, "certificate")) {
         auto der =
@@ -132,7 +146,11 @@ Status parse_material(json_object* vm, Bundle& b) {
                                "verificationMaterial.timestampVerificationData.rfc3161Timestamps",
                                kMaxTimestamps);
         if (!ts) return ts.fail();
-        b.rfc3161_timestamps = ts->size();
+        for (size_t i = 0; i < ts->size(); ++i) {
+            auto der = timestamp_bytes((*ts)[i], i);
+            if (!der) return der.fail();
+            b.rfc3161_timestamps.push_back(std::move(*der));
+        }
     }
     return {};
 }

@@ -45,7 +45,8 @@ struct Bundle {
     // DER, leaf first. v0.1/v0.2 may carry further chain certificates; they are not trusted.
     std::vector<Bytes> certificates;
     std::vector<TlogEntry> tlog_entries;
-    size_t rfc3161_timestamps = 0;  // counted, not verified by this build
+    // timestampVerificationData.rfc3161Timestamps[].signedTimestamp, DER (verify/timestamp.hpp).
+    std::vector<Bytes> rfc3161_timestamps;
     Content content = Content::message_signature;
     std::string digest_algorithm;  // messageSignature.messageDigest.algorithm
     Bytes message_digest;

@@ -4,7 +4,9 @@
 #include <string_view>
 
 #include "core/hex.hpp"
+#include "verify/ed25519.hpp"
 #include "verify/public_key.hpp"
+#include "verify/rekor_v2.hpp"
 
 namespace myr::verify {
 
@@ -134,8 +136,6 @@ Status verify_checkpoint(const InclusionProof& proof, const LogKey& log) {
                     std::to_string(proof.tree_size));
     }
 
-    auto key = PublicKey::from_spki(log.spki);
-    if (!key) return key.fail("Rekor key");
     // Signature lines: "\u2014 <name> <base64(4-byte key hint || signature)>".
     constexpr std::string_view kDash = "\xE2\x80\x94 ";
     std::string_view rest = env.substr(blank + 2);
@@ -158,8 +158,9 @@ Status verify_checkpoint(const InclusionProof& proof, const LogKey& log) {
         if (std::memcmp(blob->data(), log.log_id.data(), 4) != 0) continue;
         hint_matched = true;
         Bytes sig(blob->begin() + 4, blob->end());
-        auto ok =
-            key->verify_message(reinterpret_cast<const uint8_t*>(note.data()), note.size(), sig);
+        // ECDSA for Rekor v1, Ed25519 for Rekor v2.
+        auto ok = verify_with_spki(log.spki, reinterpret_cast<const uint8_t*>(note.data()),
+                                   note.size(), sig);
         if (ok) return {};
         problem = ok.error().message();
     }
@@ -189,6 +190,13 @@ Status check_hashedrekord_body(const TlogEntry& e, const Bundle& b, const Digest
     if (*kind != e.kind || *api != e.version) {
         return fail("body is " + *kind + "/" + *api + " but the entry says " + e.kind + "/" +
                     e.version);
+    }
+    if (*kind == "hashedrekord" && *api == "0.0.2") {
+        // Rekor v2 records a managed key by its key ID only; this build logs keys through v1.
+        if (signer.kind != Signer::Kind::certificate) {
+            return fail("a Rekor v2 entry for a managed key is not supported");
+        }
+        return check_hashedrekord_v002(root, b, artifact, signer.der);
     }
     if (*kind != "hashedrekord" || *api != "0.0.1") {
         return fail("unsupported entry " + *kind + "/" + *api);

@@ -1,5 +1,6 @@
 #include "verify/sigstore.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "verify/public_key.hpp"
 #include "verify/rekor.hpp"
 #include "verify/signer.hpp"
+#include "verify/timestamp.hpp"
 
 namespace myr::verify {
 
@@ -63,16 +65,22 @@ struct Policy {
     }
 };
 
-// The tlog entry kinds that can log each content: Rekor v1 only (Rekor v2 is 0.0.2 of
-// hashedrekord and dsse; intoto's 0.0.2 is a Rekor v1 kind).
+// Rekor v2 entries are version 0.0.2 of hashedrekord and dsse; intoto's 0.0.2 is a Rekor v1 kind.
+bool rekor_v2(const TlogEntry& entry) {
+    return entry.version == "0.0.2" && entry.kind != "intoto";
+}
+
+// The tlog entry kinds that can log each content: a message signature in Rekor v1 or v2, a DSSE
+// envelope in Rekor v1 only.
 Status check_entry_kind(const Bundle& b, const TlogEntry& entry) {
     const std::string kv = entry.kind + "/" + entry.version;
     const bool message = b.content == Content::message_signature;
-    if (message ? kv == "hashedrekord/0.0.1" : (kv == "dsse/0.0.1" || kv == "intoto/0.0.2")) {
+    if (message ? (kv == "hashedrekord/0.0.1" || kv == "hashedrekord/0.0.2")
+                : (kv == "dsse/0.0.1" || kv == "intoto/0.0.2")) {
         return {};
     }
-    if (entry.version == "0.0.2" && entry.kind != "intoto") {
-        return step("tlog entry", "Rekor v2 (" + kv + ") entries are not supported by this build");
+    if (kv == "dsse/0.0.2") {
+        return step("tlog entry", "Rekor v2 dsse entries are not supported by this build");
     }
     return step("tlog entry", "entry kind " + kv + " cannot log a " +
                                   (message ? "messageSignature" : "DSSE envelope"));
@@ -124,12 +132,44 @@ Result<std::unique_ptr<Certificate>> parse_chain(const Bundle& b) {
     return leaf;
 }
 
-// 1. Verified time: integratedTime counts only once the SET verifies. 4b. Inclusion proof and
-// checkpoint (v0.1 bundles may lack them), against the same log.
-Result<int64_t> verified_time(const TrustedRoot& root, const Bundle& b, const TlogEntry& entry) {
-    auto log = find_log(root.tlogs, entry.log_id, entry.integrated_time);
+// 1a. RFC 3161 timestamps: every one the bundle carries must verify (a bad one is refused, not
+// skipped), and each must lie within the leaf's validity (no leaf: a managed key, valid always).
+Status verify_timestamps(const TrustedRoot& root, const Bundle& b, const Certificate* leaf,
+                         std::vector<TimeSource>& out) {
+    for (size_t i = 0; i < b.rfc3161_timestamps.size(); ++i) {
+        const std::string which = "rfc3161Timestamps[" + std::to_string(i) + "]: ";
+        auto ts = verify_rfc3161(b.rfc3161_timestamps[i], b.signature, root.timestamp_authorities);
+        if (!ts) return step("timestamp", which + ts.error().message());
+        if (leaf && (ts->time < leaf->not_before() || ts->time > leaf->not_after())) {
+            return step("timestamp", which + "genTime " + std::to_string(ts->time) +
+                                         " is outside the signing certificate's validity " +
+                                         std::to_string(leaf->not_before()) + ".." +
+                                         std::to_string(leaf->not_after()));
+        }
+        out.push_back({TimeSource::Kind::rfc3161, ts->authority, ts->time});
+    }
+    return {};
+}
+
+// 1b. The log entry: a Rekor v1 integratedTime counts as a time source once its SET verifies; a
+// Rekor v2 entry has none, so its log key must be valid at the timestamps' time instead. 4b.
+// Inclusion proof and checkpoint (v0.1 bundles may lack them), against the same log.
+Status verify_tlog_entry(const TrustedRoot& root, const Bundle& b, const TlogEntry& entry,
+                         std::vector<TimeSource>& times) {
+    const bool v2 = rekor_v2(entry);
+    if (v2 && times.empty()) {
+        return step("timestamp",
+                    "a Rekor v2 entry has no integrated time: the bundle needs an "
+                    "RFC 3161 timestamp");
+    }
+    auto log = find_log(root.tlogs, entry.log_id, v2 ? times.front().time : entry.integrated_time);
     if (!log) return step("tlog entry", log.error());
-    if (auto ok = verify_signed_entry_timestamp(entry, **log); !ok) return step("SET", ok.error());
+    if (!v2) {
+        if (auto ok = verify_signed_entry_timestamp(entry, **log); !ok) {
+            return step("SET", ok.error());
+        }
+        times.push_back({TimeSource::Kind::set, (*log)->base_url, entry.integrated_time});
+    }
     if (entry.inclusion_proof) {
         if (auto ok = verify_inclusion_proof(entry); !ok)
             return step("inclusion proof", ok.error());
@@ -140,7 +180,19 @@ Result<int64_t> verified_time(const TrustedRoot& root, const Bundle& b, const Tl
             return step("checkpoint", ok.error());
         }
     }
-    return entry.integrated_time;
+    return {};
+}
+
+// 1c. The policy: how many verified time sources (sigstore-go's observer timestamps).
+Status check_time_policy(const std::vector<TimeSource>& times, const Options& options) {
+    // Without one verified time the certificate's validity cannot be checked at all.
+    const int64_t need = std::max<int64_t>(1, options.min_timestamps);
+    if (static_cast<int64_t>(times.size()) >= need) return {};
+    std::string kinds;
+    for (const TimeSource& t : times) kinds += (kinds.empty() ? "" : ", ") + t.kind_name();
+    return step("timestamps", std::to_string(times.size()) + " verified time source(s)" +
+                                  (kinds.empty() ? "" : " (" + kinds + ")") +
+                                  " where minTimestamps requires " + std::to_string(need));
 }
 
 // 2. Certificate chain at the verified time, to a CA whose validFor contains it.
@@ -218,19 +270,40 @@ Status check_signature(const Signer& signer, const Bundle& b, const Digest& arti
     return {};
 }
 
-// A managed key: the log entry gives the time and the binding; no chain, SCT or identity.
+// The verified signing time: the SET's integratedTime when there is one, else the first
+// timestamp's genTime.
+int64_t signing_time(const std::vector<TimeSource>& times) {
+    int64_t t = times.front().time;
+    for (const TimeSource& s : times) {
+        if (s.kind == TimeSource::Kind::set) t = s.time;
+    }
+    return t;
+}
+
+// For the report of what was checked: the log the verified entry belongs to.
+void describe_log(const TrustedRoot& root, const TlogEntry& entry, Verified& v) {
+    auto log = find_log(root.tlogs, entry.log_id, v.integrated_time);
+    std::string url = log ? (*log)->base_url : std::string("?");
+    v.log = url + " index " + std::to_string(entry.log_index);
+}
+
+// A managed key: the log entry (and any timestamps) give the time, the entry the binding; no
+// chain, SCT or identity.
 Result<Verified> verify_with_key(const TrustedRoot& root, const Bundle& b,
-                                 const ArtifactDigests& artifact, const Identity& identity) {
+                                 const ArtifactDigests& artifact, const Identity& identity,
+                                 const Options& options) {
     const TlogEntry& entry = b.tlog_entries.front();
-    auto t = verified_time(root, b, entry);
-    if (!t) return t.fail();
+    Verified v;
+    if (auto ok = verify_timestamps(root, b, nullptr, v.time_sources); !ok) return ok.fail();
+    if (auto ok = verify_tlog_entry(root, b, entry, v.time_sources); !ok) return ok.fail();
+    if (auto ok = check_time_policy(v.time_sources, options); !ok) return ok.fail();
     const Signer signer{Signer::Kind::key, identity.public_key};
     if (auto ok = check_artifact(b, entry, artifact, signer); !ok) return ok.fail();
     if (auto ok = check_signature(signer, b, artifact.sha256); !ok) return ok.fail();
-    Verified v;
     const std::string spki(identity.public_key.begin(), identity.public_key.end());
     v.subject = "key sha256:" + to_hex(hash::sha256(spki));
-    v.integrated_time = *t;
+    v.integrated_time = signing_time(v.time_sources);
+    describe_log(root, entry, v);
     return v;
 }
 
@@ -264,54 +337,57 @@ Status check_identity(const Certificate& leaf, const Policy& policy, const Ident
     return {};
 }
 
-// For the report of what was checked: the log the verified entry belongs to.
-void describe_log(const TrustedRoot& root, const TlogEntry& entry, Verified& v) {
-    auto log = find_log(root.tlogs, entry.log_id, entry.integrated_time);
-    std::string url = log ? (*log)->base_url : std::string("?");
-    v.time_source = "SET of " + url;
-    v.log = url + " index " + std::to_string(entry.log_index);
-}
-
 }  // namespace
 
 Result<Verified> verify_bundle(const TrustedRoot& root, std::string_view bundle_json,
-                               const Digest& artifact_sha256, const Identity& identity) {
+                               const Digest& artifact_sha256, const Identity& identity,
+                               const Options& options) {
     auto bundle = parse_bundle(bundle_json);
     if (!bundle) return bundle.fail();
-    return verify_bundle(root, *bundle, artifact_sha256, identity);
+    return verify_bundle(root, *bundle, artifact_sha256, identity, options);
 }
 
 Result<Verified> verify_bundle(const TrustedRoot& root, const Bundle& b,
-                               const Digest& artifact_sha256, const Identity& identity) {
+                               const Digest& artifact_sha256, const Identity& identity,
+                               const Options& options) {
     ArtifactDigests artifact;
     artifact.sha256 = artifact_sha256;
-    return verify_bundle(root, b, artifact, identity);
+    return verify_bundle(root, b, artifact, identity, options);
 }
 
 // The steps, in this order, each refusing with its name (docs/sigstore.md).
 Result<Verified> verify_bundle(const TrustedRoot& root, const Bundle& b,
-                               const ArtifactDigests& artifact, const Identity& identity) {
+                               const ArtifactDigests& artifact, const Identity& identity,
+                               const Options& options) {
     auto policy = Policy::make(identity);
     if (!policy) return step("identity policy", policy.error());
     if (auto ok = check_shape(b, identity); !ok) return ok.fail();
-    if (b.material == Material::public_key) return verify_with_key(root, b, artifact, identity);
+    if (b.material == Material::public_key) {
+        return verify_with_key(root, b, artifact, identity, options);
+    }
     const TlogEntry& entry = b.tlog_entries.front();
     auto leaf = parse_chain(b);
     if (!leaf) return leaf.fail();
-    auto t = verified_time(root, b, entry);
-    if (!t) return t.fail();
-    auto ca = issuing_authority(root, b, *t);
-    if (!ca) return ca.fail();
+    Verified v;
+    if (auto ok = verify_timestamps(root, b, leaf->get(), v.time_sources); !ok) return ok.fail();
+    if (auto ok = verify_tlog_entry(root, b, entry, v.time_sources); !ok) return ok.fail();
+    if (auto ok = check_time_policy(v.time_sources, options); !ok) return ok.fail();
+    // 2. The chain must hold at every verified time; the first names the issuing CA.
+    const CertificateAuthority* ca = nullptr;
+    for (const TimeSource& t : v.time_sources) {
+        auto issuer = issuing_authority(root, b, t.time);
+        if (!issuer) return issuer.fail();
+        if (!ca) ca = *issuer;
+    }
     if (auto ok = (*leaf)->check_code_signing(); !ok) return step("certificate", ok.error());
     // 3. SCT, against the certificate that issued the leaf.
-    if (auto ok = verify_embedded_scts(**leaf, (*ca)->chain.front(), root.ctlogs); !ok) {
+    if (auto ok = verify_embedded_scts(**leaf, ca->chain.front(), root.ctlogs); !ok) {
         return step("SCT", ok.error());
     }
     const Signer signer{Signer::Kind::certificate, b.certificates.front()};
     if (auto ok = check_artifact(b, entry, artifact, signer); !ok) return ok.fail();
     if (auto ok = check_signature(signer, b, artifact.sha256); !ok) return ok.fail();
-    Verified v;
-    v.integrated_time = *t;
+    v.integrated_time = signing_time(v.time_sources);
     describe_log(root, entry, v);
     if (auto ok = check_identity(**leaf, *policy, identity, v); !ok) return ok.fail();
     return v;

@@ -63,12 +63,13 @@ Result<std::vector<LogKey>> parse_logs(json_object* root, const char* key) {
     return out;
 }
 
-Result<std::vector<CertificateAuthority>> parse_cas(json_object* root) {
+// certificateAuthorities and timestampAuthorities share one shape.
+Result<std::vector<CertificateAuthority>> parse_cas(json_object* root, const char* key) {
     std::vector<CertificateAuthority> out;
-    auto arr = array_member(root, "certificateAuthorities", "certificateAuthorities", kMaxEntries);
+    auto arr = array_member(root, key, key, kMaxEntries);
     if (!arr) return arr.fail();
     for (size_t i = 0; i < arr->size(); ++i) {
-        std::string path = "certificateAuthorities[" + std::to_string(i) + "]";
+        std::string path = std::string(key) + "[" + std::to_string(i) + "]";
         json_object* e = (*arr)[i];
         if (!json_object_is_type(e, json_type_object)) return fail(path + ": not an object");
         CertificateAuthority ca;
@@ -108,9 +109,12 @@ Result<TrustedRoot> parse_trusted_root(std::string_view json) {
         return fail("trusted root: unsupported mediaType " + media->substr(0, 100));
     }
     TrustedRoot tr;
-    auto cas = parse_cas(root);
+    auto cas = parse_cas(root, "certificateAuthorities");
     if (!cas) return cas.fail("trusted root");
     tr.certificate_authorities = std::move(*cas);
+    auto tsas = parse_cas(root, "timestampAuthorities");
+    if (!tsas) return tsas.fail("trusted root");
+    tr.timestamp_authorities = std::move(*tsas);
     auto tlogs = parse_logs(root, "tlogs");
     if (!tlogs) return tlogs.fail("trusted root");
     tr.tlogs = std::move(*tlogs);

@@ -1,6 +1,7 @@
 // The Sigstore trusted root (`trusted_root.json`): the only trust input of offline verification.
-// Keys are kept as raw SubjectPublicKeyInfo bytes and parsed when used, so a root that also lists
-// keys this build cannot use (Ed25519 logs of Rekor v2) still loads.
+// Keys are kept as raw SubjectPublicKeyInfo bytes and parsed when used (ECDSA and RSA by mbedTLS,
+// Ed25519 by verify/ed25519.hpp), so a root that lists a key kind this build cannot use still
+// loads.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,8 @@ struct TrustedRoot {
     std::vector<CertificateAuthority> certificate_authorities;
     std::vector<LogKey> tlogs;
     std::vector<LogKey> ctlogs;
+    // RFC 3161 timestamp authorities (verify/timestamp.hpp): the TSA's leaf first, root last.
+    std::vector<CertificateAuthority> timestamp_authorities;
 };
 
 // Largest trusted_root.json accepted.

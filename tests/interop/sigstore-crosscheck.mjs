@@ -37,7 +37,10 @@ for (const name of fs.readdirSync(casesDir).sort()) {
   let error = '';
   try {
     const root = TrustedRoot.fromJSON(JSON.parse(fs.readFileSync(path.join(out, c.root), 'utf8')));
-    const verifier = new Verifier(toTrustMaterial(root), { tlogThreshold: 1, ctlogThreshold: 1 });
+    // timestampThreshold counts SETs and RFC 3161 timestamps together, like minTimestamps.
+    const verifier = new Verifier(toTrustMaterial(root), {
+      tlogThreshold: 1, ctlogThreshold: 1, timestampThreshold: c.minTimestamps || 1,
+    });
     const bundle = bundleFromJSON(JSON.parse(fs.readFileSync(path.join(dir, 'bundle.json'), 'utf8')));
     const entity = toSignedEntity(bundle, fs.readFileSync(path.join(out, c.artifact)));
     verifier.verify(entity, { subjectAlternativeName: c.subject, extensions: { issuer: c.issuer } });

@@ -14,6 +14,10 @@
 //   OUTDIR/cases/<name>/case.json       {artifact, subject, issuer, expect: "ok" | "<step>:"}
 // Tampered cases that must fail at a later step are "resealed": the log's SET, inclusion proof and
 // checkpoint are recomputed with the private Rekor key, so only the intended check can catch them.
+// The root also holds a timestamp authority (@sigstore/mock's TSA, asked by @sigstore/sign's
+// TSAWitness) and a Rekor v2-style log: an Ed25519 key whose checkpoints (C2SP signed notes) and
+// hashedrekord 0.0.2 entries are written here, since the mock's v2 log signs with ECDSA.
+// case.json may carry minTimestamps (update.signature.minTimestamps; default 1).
 import { createRequire } from 'node:module';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -27,6 +31,8 @@ const { bundleToJSON } = require('@sigstore/bundle');
 
 const FULCIO_URL = 'https://fulcio.mock.test';
 const REKOR_URL = 'https://rekor.mock.test';
+const TSA_URL = 'https://tsa.mock.test';
+const REKOR_V2_ORIGIN = 'log2026.rekor.mock.test';
 const SUBJECT = 'https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0';
 const ISSUER = 'https://token.actions.githubusercontent.com';
 
@@ -65,20 +71,24 @@ function token(sub, iss, ref) {
 }
 
 // --- one signing run: a CA, CT log and Rekor log answering over nock -----------------------------
-async function makeServices(rekorClock) {
+async function makeServices(rekorClock, tsaClock) {
   const caKeys = keyPair();
   const ctKeys = keyPair();
   const rekorKeys = keyPair();
   const ctlog = await mock.initializeCTLog(ctKeys);
   const ca = await mock.initializeCA(caKeys, ctlog);
   const tlog = await mock.initializeTLog(REKOR_URL, rekorKeys, rekorClock);
-  return { ca, ctlog, ctKeys, rekorKeys, tlog };
+  const tsa = await mock.initializeTSA(keyPair(), tsaClock);
+  const v2Keys = crypto.generateKeyPairSync('ed25519');
+  return { ca, ctlog, ctKeys, rekorKeys, tlog, tsa, v2Keys };
 }
 
-// `dsse`: sign an in-toto statement (a Buffer) as a DSSE envelope instead of a message signature,
-// logged as an `intoto` 0.0.2 entry (or `dsse` 0.0.1, rewritten by dsseBody below). `ref`: the
-// tag the token's GitHub claims name (the certificate's ref extensions).
-async function signWith(services, artifact, subject, issuer, dsse = null, ref = REF) {
+// Options: `dsse`, to sign an in-toto statement (a Buffer) as a DSSE envelope instead of a message
+// signature, logged as an `intoto` 0.0.2 entry (or `dsse` 0.0.1, rewritten by dsseBody below);
+// `ref`, the tag the token's GitHub claims name (the certificate's ref extensions); `timestamp`,
+// to add an RFC 3161 timestamp from the mock TSA to the Rekor v1 entry.
+async function signWith(services, artifact, subject, issuer,
+  { dsse = null, ref = REF, timestamp = false } = {}) {
   nock.cleanAll();
   const fulcio = mock.fulcioHandler(services.ca);
   const rekor = mock.rekorHandler(services.tlog);
@@ -88,17 +98,21 @@ async function signWith(services, artifact, subject, issuer, dsse = null, ref = 
   };
   nock(FULCIO_URL).post(fulcio.path).reply(adapt(fulcio.fn));
   nock(REKOR_URL).post(rekor.path).reply(adapt(rekor.fn));
+  const tsa = mock.tsaHandler(services.tsa);
+  nock(TSA_URL).post(tsa.path).reply(adapt(tsa.fn));
   const signer = new sign.FulcioSigner({
     fulcioBaseURL: FULCIO_URL,
     identityProvider: { getToken: async () => token(subject, issuer, ref) },
   });
   const witness = new sign.RekorWitness({ rekorBaseURL: REKOR_URL, entryType: dsse?.entryType });
+  const witnesses = [witness];
+  if (timestamp) witnesses.push(new sign.TSAWitness({ tsaBaseURL: TSA_URL }));
   if (dsse) {
-    const builder = new sign.DSSEBundleBuilder({ signer, witnesses: [witness] });
+    const builder = new sign.DSSEBundleBuilder({ signer, witnesses });
     const type = dsse.payloadType || 'application/vnd.in-toto+json';
     return bundleToJSON(await builder.create({ data: artifact, type }));
   }
-  const builder = new sign.MessageSignatureBundleBuilder({ signer, witnesses: [witness] });
+  const builder = new sign.MessageSignatureBundleBuilder({ signer, witnesses });
   const bundle = await builder.create({ data: artifact });
   return bundleToJSON(bundle);
 }
@@ -114,6 +128,11 @@ function trustedRoot(services) {
       hashAlgorithm: 'SHA2_256',
       publicKey: { rawBytes: b64(rekorSpki), keyDetails: 'PKIX_ECDSA_P256_SHA_256', validFor: { start } },
       logId: { keyId: b64(sha256(rekorSpki)) },
+    }, {
+      baseUrl: `https://${REKOR_V2_ORIGIN}`,
+      hashAlgorithm: 'SHA2_256',
+      publicKey: { rawBytes: b64(spki(services.v2Keys.publicKey)), keyDetails: 'PKIX_ED25519', validFor: { start } },
+      logId: { keyId: b64(v2LogId(services.v2Keys.publicKey)) },
     }],
     certificateAuthorities: [{
       subject: { organization: 'sigstore.mock', commonName: 'sigstore' },
@@ -127,7 +146,16 @@ function trustedRoot(services) {
       publicKey: { rawBytes: b64(ctSpki), keyDetails: 'PKIX_ECDSA_P256_SHA_256', validFor: { start } },
       logId: { keyId: b64(Buffer.from(services.ctlog.logID.buffer)) },
     }],
-    timestampAuthorities: [],
+    timestampAuthorities: [tsaAuthority(services.tsa, start)],
+  };
+}
+
+function tsaAuthority(tsa, start) {
+  return {
+    subject: { organization: 'sigstore.mock', commonName: 'tsa' },
+    uri: TSA_URL,
+    certChain: { certificates: [{ rawBytes: b64(tsa.intCertificate) }, { rawBytes: b64(tsa.rootCertificate) }] },
+    validFor: { start },
   };
 }
 
@@ -182,6 +210,58 @@ function reseal(bundle, rekorKeys, { size = 1, index = 0 } = {}) {
   return bundle;
 }
 
+// --- Rekor v2: hashedrekord 0.0.2, Ed25519 checkpoints, no SET ---------------------------------
+// The C2SP signed-note key ID, which the trusted root lists as the log's keyId:
+// SHA-256(origin || "\n" || 0x01 || raw Ed25519 key).
+function v2LogId(publicKey) {
+  return sha256(Buffer.from(`${REKOR_V2_ORIGIN}\n`), Buffer.from([1]), spki(publicKey).subarray(12));
+}
+
+// Replaces the bundle's (v0.3) entry by a Rekor v2 one for the same signature; the checkpoint is
+// signed by `signingKey` (the log's own key unless a forgery is wanted) under the log's key hint.
+function toRekorV2(bundle, v2Keys, { signingKey = v2Keys.privateKey, size = 5, index = 3 } = {}) {
+  const vm = bundle.verificationMaterial;
+  const body = {
+    apiVersion: '0.0.2',
+    kind: 'hashedrekord',
+    spec: { hashedRekordV002: {
+      data: { algorithm: 'SHA2_256', digest: bundle.messageSignature.messageDigest.digest },
+      signature: {
+        content: bundle.messageSignature.signature,
+        verifier: { keyDetails: 'PKIX_ECDSA_P256_SHA_256', x509Certificate: { rawBytes: vm.certificate.rawBytes } },
+      },
+    } },
+  };
+  const bodyBytes = Buffer.from(JSON.stringify(body));
+  const leaves = [];
+  for (let i = 0; i < size; i++) leaves.push(i === index ? bodyBytes : crypto.randomBytes(40));
+  const root = mth(leaves);
+  const logId = v2LogId(v2Keys.publicKey);
+  const note = `${REKOR_V2_ORIGIN}\n${size}\n${b64(root)}\n`;
+  const sig = crypto.sign(null, Buffer.from(note), signingKey);
+  const envelope = `${note}\n\u2014 ${REKOR_V2_ORIGIN} ${b64(Buffer.concat([logId.subarray(0, 4), sig]))}\n`;
+  vm.tlogEntries = [{
+    logIndex: String(index),
+    logId: { keyId: b64(logId) },
+    kindVersion: { kind: 'hashedrekord', version: '0.0.2' },
+    inclusionProof: {
+      logIndex: String(index), rootHash: b64(root), treeSize: String(size),
+      hashes: auditPath(index, leaves).map(b64), checkpoint: { envelope },
+    },
+    canonicalizedBody: b64(bodyBytes),
+  }];
+  return bundle;
+}
+
+// An RFC 3161 response from `tsa` over `payload` (what it would stamp for a bundle signing it).
+async function timestampOver(tsa, payload) {
+  const der = await tsa.timestamp({
+    artifactHash: sha256(payload), hashAlgorithmOID: '2.16.840.1.101.3.4.2.1',
+    nonce: 7, policyOID: '1.3.6.1.4.1.57264.2', certReq: true,
+  });
+  return b64(Buffer.from(der.buffer, der.byteOffset, der.byteLength));
+}
+
 function editBody(bundle, edit) {
   const e = bundle.verificationMaterial.tlogEntries[0];
   const body = JSON.parse(Buffer.from(e.canonicalizedBody, 'base64').toString());
@@ -229,6 +309,45 @@ function toV03(bundle) {
 }
 
 // --- the cases ------------------------------------------------------------------------------------
+// RFC 3161 timestamps and Rekor v2: accepted, and each new check's failure shown.
+async function addTimestampCases(services, artifact, add, cases) {
+  const stamped = toV03(await signWith(services, artifact, SUBJECT, ISSUER, { timestamp: true }));
+  const clone = () => JSON.parse(JSON.stringify(stamped));
+  const stamps = (b) => b.verificationMaterial.timestampVerificationData.rfc3161Timestamps;
+  add('ok-set-and-timestamp', clone(), 'ok');
+  add('ok-set-and-timestamp-min-2', clone(), 'ok');
+  cases[cases.length - 1].minTimestamps = 2;
+  add('timestamps-below-policy', clone(), 'timestamps:');
+  cases[cases.length - 1].minTimestamps = 3;
+  const imprint = clone();
+  stamps(imprint)[0].signedTimestamp = await timestampOver(services.tsa, Buffer.from('another signature'));
+  add('timestamp-imprint-mismatch', imprint, 'timestamp:');
+  const foreign = await makeServices();
+  const untrusted = clone();
+  stamps(untrusted)[0].signedTimestamp =
+    await timestampOver(foreign.tsa, Buffer.from(untrusted.messageSignature.signature, 'base64'));
+  add('timestamp-untrusted-tsa', untrusted, 'timestamp:');
+  // A TSA whose clock runs an hour ahead: genTime is after the ten-minute leaf expired.
+  const late = await makeServices(undefined, new Date(Date.now() + 3600 * 1000));
+  const lateStamp = clone();
+  stamps(lateStamp)[0].signedTimestamp =
+    await timestampOver(late.tsa, Buffer.from(lateStamp.messageSignature.signature, 'base64'));
+  const lateRoot = trustedRoot(services);
+  lateRoot.timestampAuthorities = [tsaAuthority(late.tsa, lateRoot.tlogs[0].publicKey.validFor.start)];
+  fs.mkdirSync(path.join(out, 'late-tsa'), { recursive: true });
+  fs.writeFileSync(path.join(out, 'late-tsa', 'trusted_root.json'), JSON.stringify(lateRoot, null, 2));
+  add('timestamp-outside-certificate-validity', lateStamp, 'timestamp:');
+  cases[cases.length - 1].root = 'late-tsa/trusted_root.json';
+
+  add('ok-rekor2-with-timestamp', toRekorV2(clone(), services.v2Keys), 'ok');
+  const forger = crypto.generateKeyPairSync('ed25519');
+  add('rekor2-checkpoint-forged',
+    toRekorV2(clone(), services.v2Keys, { signingKey: forger.privateKey }), 'checkpoint:');
+  const bare = toRekorV2(clone(), services.v2Keys);
+  delete bare.verificationMaterial.timestampVerificationData;
+  add('rekor2-without-timestamp', bare, 'timestamp:');
+}
+
 async function main() {
   fs.mkdirSync(path.join(out, 'cases'), { recursive: true });
   const artifact = process.argv[3]
@@ -296,7 +415,7 @@ async function main() {
   const sha = sha256(artifact).toString('hex');
   const sha512 = crypto.createHash('sha512').update(artifact).digest('hex');
   const dsse = (digest, opts = {}) =>
-    signWith(services, statement(digest), SUBJECT, ISSUER, { entryType: 'intoto', ...opts });
+    signWith(services, statement(digest), SUBJECT, ISSUER, { dsse: { entryType: 'intoto', ...opts } });
   add('ok-dsse-intoto', await dsse({ sha256: sha }), 'ok');
   add('ok-dsse', dsseBody(await dsse({ sha256: sha }, { entryType: 'dsse' }), services.rekorKeys), 'ok');
   add('ok-dsse-sha512-subject', await dsse({ sha512 }), 'ok');
@@ -345,20 +464,22 @@ async function main() {
   add('untrusted-ctlog', JSON.parse(JSON.stringify(foreignBundle)), 'SCT:');
   cases[cases.length - 1].root = 'untrusted-ctlog/trusted_root.json';
 
+  await addTimestampCases(services, artifact, add, cases);
+
   for (const c of cases) {
     const dir = path.join(out, 'cases', c.name);
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(path.join(dir, 'bundle.json'), JSON.stringify(c.bundle, null, 2));
     fs.writeFileSync(path.join(dir, 'case.json'), JSON.stringify({
       artifact: c.artifact, subject: c.subject, issuer: c.issuer, expect: c.expect,
-      root: c.root || 'trusted_root.json',
+      root: c.root || 'trusted_root.json', minTimestamps: c.minTimestamps || 1,
     }, null, 2));
   }
   const extra = process.argv.slice(3);
   if (extra.length) fs.mkdirSync(path.join(out, 'signed'), { recursive: true });
   for (const arg of extra) {
     const [file, ref] = arg.split('::');
-    const b = await signWith(services, fs.readFileSync(file), SUBJECT, ISSUER, null, ref || REF);
+    const b = await signWith(services, fs.readFileSync(file), SUBJECT, ISSUER, { ref: ref || REF });
     fs.writeFileSync(path.join(out, 'signed', path.basename(file) + '.json'), JSON.stringify(b, null, 2));
   }
   nock.cleanAll();

@@ -54,6 +54,8 @@ std::string UpdaterConfig::yaml() const {
             "update:\n" +
            field("requireSignature", require_signature ? "true" : "false") +
            field("trustedRootFile", trusted_root_file) + signer +
+           field("signature",
+                 min_timestamps ? "{minTimestamps: " + number(min_timestamps) + "}" : "") +
            field("allowedDownloadPrefixes", prefixes.empty() ? "" : "[" + prefixes + "]") +
            field("minimumVersion", minimum_version) +
            field("allowDowngrade", boolean(allow_downgrade)) +

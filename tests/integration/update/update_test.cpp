@@ -480,6 +480,33 @@ TEST_CASE("update: signed releases under a private test root") {
         check_settled(rig, "0.117.0");
         CHECK(u.stop() == 0);
     }
+    // update.signature.minTimestamps: 2 (a failure would quarantine the package, so one case
+    // each).
+    auto two_sources = [&](UpdaterConfig& c) {
+        signing(true, kSignerSubject)(c);
+        c.min_timestamps = 2;
+    };
+    SUBCASE("minTimestamps 2: a bundle with only a SET is refused, naming the policy") {
+        rig.configure(seed(rig), two_sources);
+        Updater u(rig.config());
+        rig.settle(u);
+        expect_failure(rig, u, signed_offer("0.117.0", good, ok),
+                       "signature: timestamps: 1 verified time source(s) (SET) where "
+                       "minTimestamps requires 2");
+        CHECK(u.stop() == 0);
+    }
+    SUBCASE("minTimestamps 2: a SET and an RFC 3161 timestamp install") {
+        rig.configure(seed(rig), two_sources);
+        Updater u(rig.config());
+        rig.settle(u);
+        size_t from = rig.mark();
+        rig.offer(signed_offer("0.117.0", good, sig + "/cases/ok-set-and-timestamp/bundle.json"));
+        auto st = rig.wait_status("0.117.0", "", from);
+        REQUIRE_MESSAGE(st, rig.record() << "\nlog:\n" << u.log());
+        CHECK_MESSAGE(st->status == "Installed", st->error);
+        check_settled(rig, "0.117.0");
+        CHECK(u.stop() == 0);
+    }
     SUBCASE("an invalid signature fails even when none is required") {
         rig.configure(seed(rig), signing(false, kSignerSubject));
         Updater u(rig.config());

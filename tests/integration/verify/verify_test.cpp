@@ -43,6 +43,7 @@ std::string json_string(json_object* obj, const char* key) {
 
 struct GeneratedCase {
     std::string name, bundle, artifact, root, subject, issuer, expect;
+    std::string min_timestamps;  // update.signature.minTimestamps of the case
 };
 
 std::vector<GeneratedCase> load_cases(const std::string& out) {
@@ -51,9 +52,12 @@ std::vector<GeneratedCase> load_cases(const std::string& out) {
         std::string dir = out + "/cases/" + name;
         json_object* c = json_tokener_parse(read_file(dir + "/case.json").c_str());
         REQUIRE_MESSAGE(c != nullptr, "unreadable " << dir << "/case.json");
+        json_object* min = nullptr;
+        json_object_object_get_ex(c, "minTimestamps", &min);
         cases.push_back({name, dir + "/bundle.json", out + "/" + json_string(c, "artifact"),
                          out + "/" + json_string(c, "root"), json_string(c, "subject"),
-                         json_string(c, "issuer"), json_string(c, "expect")});
+                         json_string(c, "issuer"), json_string(c, "expect"),
+                         std::to_string(min ? json_object_get_int(min) : 1)});
         json_object_put(c);
     }
     return cases;
@@ -72,10 +76,12 @@ bool make_cases(const std::string& out) {
 }
 
 RunResult verify(const std::string& artifact, const std::string& bundle, const std::string& root,
-                 const std::string& subject, const std::string& issuer) {
-    return run({updater_bin(), "verify", "--artifact", artifact, "--bundle", bundle,
-                "--trusted-root", root, "--subject", subject, "--issuer", issuer},
-               60s);
+                 const std::string& subject, const std::string& issuer,
+                 const std::string& min_timestamps = "1") {
+    return run(
+        {updater_bin(), "verify", "--artifact", artifact, "--bundle", bundle, "--trusted-root",
+         root, "--subject", subject, "--issuer", issuer, "--min-timestamps", min_timestamps},
+        60s);
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) {
@@ -91,11 +97,11 @@ TEST_CASE("verify: accepts fresh bundles and rejects each tampering at the step 
     TempDir tmp;
     if (!make_cases(tmp.path())) return;
     auto cases = load_cases(tmp.path());
-    REQUIRE(cases.size() >= 15);
+    REQUIRE(cases.size() >= 27);
     int accepted = 0, rejected = 0;
     for (const GeneratedCase& c : cases) {
         CAPTURE(c.name);
-        RunResult r = verify(c.artifact, c.bundle, c.root, c.subject, c.issuer);
+        RunResult r = verify(c.artifact, c.bundle, c.root, c.subject, c.issuer, c.min_timestamps);
         if (c.expect == "ok") {
             CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
             CHECK(starts_with(r.out, "verified: " + c.subject + " " + c.issuer + " "));
@@ -107,8 +113,33 @@ TEST_CASE("verify: accepts fresh bundles and rejects each tampering at the step 
         }
     }
     MESSAGE("generated cases: " << accepted << " accepted, " << rejected << " rejected");
-    CHECK(accepted >= 4);
-    CHECK(rejected >= 11);
+    CHECK(accepted >= 7);
+    CHECK(rejected >= 20);
+}
+
+TEST_CASE("verify: a SET and an RFC 3161 timestamp are both verified and named as time sources") {
+    TempDir tmp;
+    if (!make_cases(tmp.path())) return;
+    std::map<std::string, GeneratedCase> by_name;
+    for (const GeneratedCase& c : load_cases(tmp.path())) by_name[c.name] = c;
+    const GeneratedCase& both = by_name.at("ok-set-and-timestamp");
+    RunResult r = verify(both.artifact, both.bundle, both.root, both.subject, both.issuer, "2");
+    CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
+    CHECK_MESSAGE(
+        r.out.find("\n  time sources: RFC 3161 https://tsa.mock.test ") != std::string::npos, r.out);
+    CHECK_MESSAGE(r.out.find(", SET https://rekor.mock.test ") != std::string::npos, r.out);
+    // Refused under a higher minTimestamps, the policy named with what was verified.
+    auto refused = [](const GeneratedCase& c, const char* min, const std::string& why) {
+        RunResult rr = verify(c.artifact, c.bundle, c.root, c.subject, c.issuer, min);
+        CHECK(rr.exit_code == 1);
+        CHECK_MESSAGE(starts_with(rr.out, "not verified: timestamps: " + why), rr.out);
+    };
+    refused(both, "3", "2 verified time source(s) (RFC 3161, SET) where minTimestamps requires 3");
+    // A Rekor v2 entry brings no time of its own: its one source is the timestamp.
+    const GeneratedCase& v2 = by_name.at("ok-rekor2-with-timestamp");
+    refused(v2, "2", "1 verified time source(s) (RFC 3161) where minTimestamps requires 2");
+    RunResult bad = verify(v2.artifact, v2.bundle, v2.root, v2.subject, v2.issuer, "0");
+    CHECK(bad.exit_code == 2);
 }
 
 TEST_CASE("verify: the reference verifier @sigstore/verify agrees on every generated case") {
@@ -136,7 +167,7 @@ TEST_CASE("verify: the reference verifier @sigstore/verify agrees on every gener
     for (const GeneratedCase& c : cases) {
         CAPTURE(c.name);
         REQUIRE(reference.count(c.name) == 1);
-        RunResult r = verify(c.artifact, c.bundle, c.root, c.subject, c.issuer);
+        RunResult r = verify(c.artifact, c.bundle, c.root, c.subject, c.issuer, c.min_timestamps);
         bool ours = r.exit_code == 0;
         CHECK_MESSAGE(ours == reference[c.name], "ours: " << r.out);
         CHECK(ours == (c.expect == "ok"));
@@ -173,9 +204,9 @@ TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected r
     // missing, is renamed or newly appears fails this test with its name instead of changing the
     // count quietly.
     //
-    // The 26 Rekor v1 messageSignature cases of HOW-TO-USE.md and 13 DSSE (in-toto) and
-    // managed-key cases (docs/sigstore.md), with the step each failure must name ("" = must
-    // verify).
+    // The 26 Rekor v1 messageSignature cases of HOW-TO-USE.md, 14 DSSE (in-toto) and managed-key
+    // cases and the 25 Rekor v2 / RFC 3161 timestamp messageSignature cases (docs/sigstore.md),
+    // with the step each failure must name ("" = must verify).
     const std::map<std::string, std::string> in_scope = {
         {"dsse-invalid-sig_fail", "tlog body: body signature != envelope signature"},
         {"dsse-mismatch-envelope_fail", "tlog body:"},
@@ -185,6 +216,7 @@ TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected r
         {"intoto-log-entry-mismatch_fail", "tlog body:"},
         {"intoto-missing-inclusion-proof_fail", "bundle: a v0.2+ bundle needs an inclusionProof"},
         {"intoto-set-outside-signing-cert-validity_fail", "certificate chain:"},
+        {"intoto-tsa-timestamp-outside-cert-validity_fail", "timestamp:"},
         {"intoto-with-custom-trust-root", ""},
         {"managed-key-and-trusted-root", ""},
         {"managed-key-happy-path", ""},
@@ -196,12 +228,13 @@ TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected r
         {"bundle-negative-log-index_fail", "bundle:"},
         {"bundle-unknown-version_fail", "bundle: unsupported mediaType"},
         {"bundle-with-root-cert_fail", "bundle:"},
+        {"bundle-with-sct-with-extensions", ""},
         {"checkpoint-bad-keyhint_fail", "checkpoint:"},
         {"checkpoint-wrong-roothash_fail", "checkpoint:"},
         {"happy-path-v0.1", ""},
         {"happy-path-v0.2", ""},
-        {"happy-path-v0.3-new-mediaType", ""},
         {"happy-path-v0.3", ""},
+        {"happy-path-v0.3-new-mediaType", ""},
         {"inclusion-proof-corrupted-hash_fail", "inclusion proof:"},
         {"incorrect-public-key_fail", "SET:"},
         {"integrated-time-in-future_fail", "certificate chain:"},
@@ -209,63 +242,72 @@ TEST_CASE("verify: every in-scope sigstore-conformance case gives the expected r
         {"invalid-ct-key_fail", "SCT:"},
         {"invalid-inclusion-proof_fail", "inclusion proof:"},
         {"message-digest-mismatch_fail", "artifact:"},
+        {"rekor2-checkpoint-cosigned", ""},
+        {"rekor2-checkpoint-missing-log-signature_fail",
+         "checkpoint: no signature with the log's key hint"},
+        {"rekor2-checkpoint-missing-origin_fail", "checkpoint:"},
+        {"rekor2-checkpoint-missing-root-hash_fail", "checkpoint:"},
+        {"rekor2-checkpoint-missing-size_fail", "checkpoint:"},
+        {"rekor2-checkpoint-multiple-cosigs", ""},
+        {"rekor2-checkpoint-no-matching-signature_fail", "checkpoint: log signature: Ed25519"},
+        {"rekor2-checkpoint-origin-not-first", ""},
+        {"rekor2-checkpoint-two-sigs-cosigned", ""},
+        {"rekor2-checkpoint-two-sigs-from-origin", ""},
+        {"rekor2-happy-path", ""},
+        {"rekor2-no-inclusion-proof_fail", "bundle: a v0.2+ bundle needs an inclusionProof"},
+        {"rekor2-no-timestamp_fail", "timestamp: a Rekor v2 entry has no integrated time"},
+        {"rekor2-timestamp-outside-trust-root-tsa-validity_fail",
+         "timestamp: rfc3161Timestamps[0]: no timestamp authority"},
+        {"rekor2-timestamp-outside-tsa-cert-validity_fail",
+         "timestamp: rfc3161Timestamps[0]: timestamp authority "
+         "https://localhost:3000/api/v1/timestamp: TSA certificate is not valid at genTime"},
+        {"rekor2-timestamp-payload-mismatch_fail",
+         "timestamp: rfc3161Timestamps[0]: message imprint != hash of the bundle signature"},
+        {"rekor2-timestamp-untrusted-tsa-with-embedded-cert_fail",
+         "timestamp: rfc3161Timestamps[0]: timestamp authority "
+         "https://timestamp.sigstage.dev/api/v1/timestamp: does not chain"},
+        {"rekor2-timestamp-untrusted-tsa-without-embedded-cert_fail",
+         "timestamp: rfc3161Timestamps[0]: timestamp authority "
+         "https://timestamp.sigstage.dev/api/v1/timestamp: TSA signature does not verify"},
+        {"rekor2-timestamp-with-embedded-cert", ""},
+        {"rekor2-timestamp-with-expired-cert-chain", ""},
+        {"rekor2-timestamp-with-incorrect-time_fail",
+         "timestamp: rfc3161Timestamps[0]: genTime 1752575611 is outside the signing certificate's "
+         "validity"},
+        {"rekor2-timestamp-without-embedded-cert", ""},
         {"set-invalid-signature_fail", "SET:"},
         {"signature-mismatch_fail", "tlog body: body signature"},
+        {"trust-root-tlog-missing-validity-start_fail",
+         "tlog entry: trusted log key for this log ID has no validFor.start"},
         {"trust-root-tlog-validity-end-inclusive", ""},
+        {"trust-root-tsa-validity-end-inclusive", ""},
         {"wrong-hashedrekord-artifact_fail", "tlog body:"},
         {"wrong-hashedrekord-cert-and-sig_fail", "tlog body:"},
         {"wrong-hashedrekord-entry_fail", "tlog body:"},
         {"wrong-material_fail", "artifact:"},
     };
-    REQUIRE(in_scope.size() == 39);
+    REQUIRE(in_scope.size() == 65);
     // A Rekor v1 messageSignature case that HOW-TO-USE.md does not list (newer upstream): run
     // too, held to the step named.
     const std::map<std::string, std::string> also_run = {
         {"bundle-empty-certificate-chain_fail",
          "bundle: verificationMaterial.x509CertificateChain"},
     };
-    // Out of scope, each with the feature it needs that the updater does not verify. The first
-    // feature the bundle shows, in the order Rekor v2, TSA, must be the one named, so a reason
-    // cannot go stale unnoticed. (intoto 0.0.2 is a Rekor v1 kind, not a Rekor v2 entry.)
-    const std::string rekor2 = "Rekor v2 entry", tsa = "RFC 3161 timestamp";
+    // Out of scope, each with the feature it needs that the updater does not verify: Rekor v2
+    // dsse entries (the bundle must show a Rekor v2 entry, so a reason cannot go stale unnoticed;
+    // intoto 0.0.2 is a Rekor v1 kind, not a Rekor v2 entry).
+    const std::string rekor2 = "Rekor v2 entry";
     const std::map<std::string, std::string> out_of_scope = {
-        {"bundle-with-sct-with-extensions", rekor2},
-        {"intoto-tsa-timestamp-outside-cert-validity_fail", tsa},
-        {"rekor2-checkpoint-cosigned", rekor2},
-        {"rekor2-checkpoint-missing-log-signature_fail", rekor2},
-        {"rekor2-checkpoint-missing-origin_fail", rekor2},
-        {"rekor2-checkpoint-missing-root-hash_fail", rekor2},
-        {"rekor2-checkpoint-missing-size_fail", rekor2},
-        {"rekor2-checkpoint-multiple-cosigs", rekor2},
-        {"rekor2-checkpoint-no-matching-signature_fail", rekor2},
-        {"rekor2-checkpoint-origin-not-first", rekor2},
-        {"rekor2-checkpoint-two-sigs-cosigned", rekor2},
-        {"rekor2-checkpoint-two-sigs-from-origin", rekor2},
         {"rekor2-dsse-happy-path", rekor2},
         {"rekor2-dsse-invalid-sig_fail", rekor2},
         {"rekor2-dsse-mismatch-envelope_fail", rekor2},
         {"rekor2-dsse-mismatch-sig_fail", rekor2},
-        {"rekor2-happy-path", rekor2},
-        {"rekor2-no-inclusion-proof_fail", rekor2},
-        {"rekor2-no-timestamp_fail", rekor2},
-        {"rekor2-timestamp-outside-trust-root-tsa-validity_fail", rekor2},
-        {"rekor2-timestamp-outside-tsa-cert-validity_fail", rekor2},
-        {"rekor2-timestamp-payload-mismatch_fail", rekor2},
-        {"rekor2-timestamp-untrusted-tsa-with-embedded-cert_fail", rekor2},
-        {"rekor2-timestamp-untrusted-tsa-without-embedded-cert_fail", rekor2},
-        {"rekor2-timestamp-with-embedded-cert", rekor2},
-        {"rekor2-timestamp-with-expired-cert-chain", rekor2},
-        {"rekor2-timestamp-with-incorrect-time_fail", rekor2},
-        {"rekor2-timestamp-without-embedded-cert", rekor2},
-        {"trust-root-tlog-missing-validity-start_fail", rekor2},
-        {"trust-root-tsa-validity-end-inclusive", rekor2},
     };
     auto feature = [&](const std::string& bundle) -> std::string {
         if (bundle.find("\"0.0.2\"") != std::string::npos &&
             bundle.find("\"intoto\"") == std::string::npos) {
             return rekor2;
         }
-        if (bundle.find("rfc3161Timestamps") != std::string::npos) return tsa;
         return "";
     };
     const std::string default_subject =

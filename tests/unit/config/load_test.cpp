@@ -64,6 +64,7 @@ TEST_CASE("config: omitted keys take the documented defaults") {
     CHECK(c.update.require_signature == true);
     CHECK(c.update.trusted_root_file == "/etc/myriarch/trusted_root.json");
     CHECK(c.update.signer_identity.issuer == "https://token.actions.githubusercontent.com");
+    CHECK(c.update.signature.min_timestamps == 1);
     CHECK(c.update.allowed_download_prefixes.empty());
     CHECK_FALSE(c.update.minimum_version.has_value());
     CHECK(c.update.allow_downgrade == false);
@@ -135,6 +136,7 @@ TEST_CASE("config: every key is parsed into its type") {
         "  requireSignature: false\n"
         "  trustedRootFile: \"\"\n"
         "  signerIdentity: {subject: \"\", issuer: \"\"}\n"
+        "  signature: {minTimestamps: 2}\n"
         "  allowedDownloadPrefixes: [https://dl.example/c/, \"http://[::1]:8080\"]\n"
         "  minimumVersion: v0.110.0-rc.1+b.5\n"
         "  allowDowngrade: TRUE\n"
@@ -179,6 +181,7 @@ TEST_CASE("config: every key is parsed into its type") {
     CHECK_FALSE(c.update.require_signature);
     CHECK(c.update.trusted_root_file.empty());
     CHECK(c.update.signer_identity.issuer.empty());
+    CHECK(c.update.signature.min_timestamps == 2);
     REQUIRE(c.update.allowed_download_prefixes.size() == 2);
     CHECK(c.update.allowed_download_prefixes[0].str() == "https://dl.example/c/");
     CHECK(c.update.allowed_download_prefixes[1].host == "::1");
@@ -300,6 +303,8 @@ const KeyCase kKeys[] = {
     {"update.signerIdentity", "githubWorkflowName", "expected a string"},
     {"update.signerIdentity", "githubWorkflowRef", "expected a string"},
     {"update.signerIdentity", "githubWorkflowRepository", "expected a string"},
+    {"update", "signature", "expected a mapping"},
+    {"update.signature", "minTimestamps", "expected an integer"},
     {"update", "allowedDownloadPrefixes", "expected a list of URLs"},
     {"update", "minimumVersion", "expected a version"},
     {"update", "allowDowngrade", "expected true or false"},
@@ -351,7 +356,8 @@ TEST_CASE("config: every key refuses a value of the wrong kind and says what it 
     for (const KeyCase& k : kKeys) {
         std::string path = std::string(k.section) + "." + k.key;
         CAPTURE(path);
-        bool is_section = std::string(k.key) == "signerIdentity" || std::string(k.key) == "proxy";
+        bool is_section = std::string(k.key) == "signerIdentity" || std::string(k.key) == "proxy" ||
+                          std::string(k.key) == "signature";
         LoadResult r = load(nested(k.section, k.key, is_section ? "[1]" : "{a: 1}"));
         INFO(dump(r));
         const Problem* p = find(r, path, k.expected);
@@ -414,6 +420,10 @@ TEST_CASE("config: negative and overflowing numbers are refused") {
                    "\"1001\" is too large (at most 1000)");
     expect_problem("update:\n  maxMinorSkew: -99999999999\n", "update.maxMinorSkew",
                    "must be at least -1, got -99999999999");
+    expect_problem("update:\n  signature: {minTimestamps: 0}\n", "update.signature.minTimestamps",
+                   "must be at least 1, got 0");
+    expect_problem("update:\n  signature: {minTimestamps: 33}\n", "update.signature.minTimestamps",
+                   "\"33\" is too large (at most 32)");
     expect_problem("update:\n  healthSuccesses: -1\n", "update.healthSuccesses",
                    "must be at least 1, got -1");
     expect_problem("collector:\n  keepVersions: -1\n", "collector.keepVersions",
