@@ -9,14 +9,14 @@
 namespace myr::runtime {
 namespace {
 
-Result<update::Verifier::Verified> check(const std::string& root_file,
+Result<update::Verifier::Verified> check(const std::shared_ptr<const verify::LoadedRoot>& root,
+                                         const std::string& no_root,
                                          const verify::Identity& identity,
                                          const update::Verifier::Request& request) {
     auto digest = hash::digest_from_hex(request.sha256_hex);
     if (!digest) return digest.fail("artifact digest");
-    auto root = verify::load_trusted_root(root_file);
-    if (!root) return root.fail("trusted root");
-    auto v = verify::verify_bundle(*root, request.bundle_json, *digest, identity);
+    if (!root) return fail(no_root);
+    auto v = verify::verify_bundle(*root->root, request.bundle_json, *digest, identity);
     if (!v) return v.fail();
     return update::Verifier::Verified{v->subject, v->issuer};
 }
@@ -50,9 +50,9 @@ std::unique_ptr<update::Step> SigstoreVerifier::verify(Request request,
                                                        update::Callback<Verified> done) {
     return loop::post_job<Verified>(
         sched_, "signature check",
-        [request = std::move(request), root_file = root_file_, identity = identity_] {
-            return check(root_file, identity, request);
-        },
+        // The root is taken now, on the loop; the job holds it however the watch changes.
+        [request = std::move(request), root = roots_.current(), no_root = roots_.problem(),
+         identity = identity_] { return check(root, no_root, identity, request); },
         std::move(done));
 }
 
