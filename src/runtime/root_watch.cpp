@@ -64,16 +64,15 @@ void RootWatch::poll() {
 
 void RootWatch::take(verify::LoadedRoot loaded, const char* how) {
     const int64_t now = unix_seconds(sched_.wall());
-    log::info(std::string("trusted root ") + how,
-              {{"file", loaded.path},
-               {"age", age_text(loaded.newest_start, now)},
-               {"newest_start", loaded.newest_start
-                                    ? format_rfc3339(WallTime(std::chrono::seconds(
-                                          *loaded.newest_start)))
-                                    : std::string()},
-               {"certificate_authorities",
-                std::to_string(loaded.root->certificate_authorities.size())},
-               {"tlogs", std::to_string(loaded.root->tlogs.size())}});
+    log::info(
+        std::string("trusted root ") + how,
+        {{"file", loaded.path},
+         {"age", age_text(loaded.newest_start, now)},
+         {"newest_start", loaded.newest_start
+                              ? format_rfc3339(WallTime(std::chrono::seconds(*loaded.newest_start)))
+                              : std::string()},
+         {"certificate_authorities", std::to_string(loaded.root->certificate_authorities.size())},
+         {"tlogs", std::to_string(loaded.root->tlogs.size())}});
     current_ = std::make_shared<const verify::LoadedRoot>(std::move(loaded));
     problem_.clear();
     if (changed_) changed_(*current_);
@@ -85,8 +84,7 @@ void RootWatch::refuse(const std::string& why, bool first) {
         log::warn("trusted root: new file ignored; the previous one stays in use",
                   {{"file", path_},
                    {"error", why},
-                   {"in_use_age",
-                    age_text(current_->newest_start, unix_seconds(sched_.wall()))}});
+                   {"in_use_age", age_text(current_->newest_start, unix_seconds(sched_.wall()))}});
         return;
     }
     if (!first) log::warn("trusted root still unusable", {{"file", path_}, {"error", why}});
