@@ -377,7 +377,7 @@ void Installer::verify_offer() {
             record_attempt_ = true;
             return fail_with(Failure::signature, "signature: " + r.error().message());
         }
-        log::info("update: signature verified before the download",
+        log::info("update: signature verified",
                   {{"version", pkg_->version}, {"subject", r->subject}, {"issuer", r->issuer}});
         start_after_jitter();
     });

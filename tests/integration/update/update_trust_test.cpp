@@ -95,8 +95,8 @@ TEST_CASE("trust: requireSignature with an unusable trusted root refuses the sta
             u.signer_subject = kSignerSubject;
             u.signer_issuer = kSignerIssuer;
         });
-        RunResult v = run({updater_bin(), "validate", "--config", rig.config(), "--mode",
-                           "container"});
+        RunResult v =
+            run({updater_bin(), "validate", "--config", rig.config(), "--mode", "container"});
         CHECK(v.exit_code == 1);
         CHECK_MESSAGE(v.err.find("myriarch-updater: update.trustedRootFile: trusted root" +
                                  c.reason) != std::string::npos,
@@ -138,8 +138,9 @@ TEST_CASE("trust: a refused signature is refused before the download: no request
     rig.configure(seed(rig), [&](UpdaterConfig& c) {
         c.require_signature = true;
         c.trusted_root_file = sig + "/trusted_root.json";
-        c.signer_subject = "https://github.com/someone/else/.github/workflows/release.yml@refs/"
-                           "tags/v0.117.0";
+        c.signer_subject =
+            "https://github.com/someone/else/.github/workflows/release.yml@refs/"
+            "tags/v0.117.0";
         c.signer_issuer = kSignerIssuer;
     });
     Updater u(rig.config());
