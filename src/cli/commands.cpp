@@ -51,12 +51,19 @@ const std::vector<Command>& commands() {
          "container section.\n",
          cmd_validate},
         {"verify", "verify an artifact against a Sigstore bundle, offline",
-         "Usage: myriarch-updater verify --artifact FILE --bundle FILE --trusted-root FILE\n"
-         "                               (--subject S | --subject-regexp R) --issuer I\n"
+         "Usage: myriarch-updater verify (--artifact FILE | --digest sha256:HEX) --bundle FILE\n"
+         "         --trusted-root FILE (--subject S | --subject-regexp R) --issuer I\n"
+         "         [--source-repository-ref T] [--build-config-uri T] [--source-repository-uri T]\n"
+         "         [--certificate-github-workflow-{name,ref,repository,trigger,sha} T]\n"
+         "         [--version V]\n"
          "\n"
-         "Checks that FILE was signed by the given identity, using only the trusted root (no\n"
-         "network). Prints `verified: <subject> <issuer> <sha256>` and exits 0, or\n"
-         "`not verified: <step>: <reason>` and exits 1.\n",
+         "Checks that FILE (or the artifact with that SHA-256, e.g. a release's published\n"
+         "checksum) was signed by the given identity, using only the trusted root (no network).\n"
+         "cosign's names are accepted: --certificate-identity (= --subject),\n"
+         "--certificate-identity-regexp, --certificate-oidc-issuer (= --issuer). The certificate\n"
+         "field flags must equal the certificate's Fulcio extensions; in them {version} stands\n"
+         "for --version. Prints `verified: <subject> <issuer> <sha256>` and one line per check,\n"
+         "and exits 0, or `not verified: <step>: <reason>` and exits 1.\n",
          cmd_verify},
         {"forget", "lift the quarantine of a package that failed (works while PID 1 runs)",
          "Usage: myriarch-updater forget --config FILE [--package-hash HEX]\n"

@@ -39,6 +39,14 @@ struct SignerIdentity {
     std::string subject;
     std::string subject_regexp;
     std::string issuer = "https://token.actions.githubusercontent.com";
+    // Facts of the certificate's Fulcio extensions, each an exact-match template where
+    // `{version}` is the offered version; "" = not checked (verify/identity_policy.hpp).
+    std::string source_repository_ref;
+    std::string build_config_uri;
+    std::string source_repository_uri;
+    std::string github_workflow_name;
+    std::string github_workflow_ref;
+    std::string github_workflow_repository;
     friend bool operator==(const SignerIdentity&, const SignerIdentity&) = default;
 };
 
@@ -165,6 +173,14 @@ LoadResult load_string(std::string_view yaml, const std::string& name, Mode mode
 
 // The recommended pod terminationGracePeriodSeconds: 2 × stopTimeout + 2 × healthTimeout + 60 s.
 Duration recommended_grace_period(const Config& cfg);
+
+// update.signerIdentity's certificate-field templates with their updater.yaml key names, in the
+// order the documentation lists them (render and the template rule walk the same list).
+struct SignerField {
+    const char* key;  // "sourceRepositoryRef"
+    const std::string* value;
+};
+std::vector<SignerField> signer_fields(const SignerIdentity& si);
 
 // The effective configuration as YAML (every default filled in), for `validate`.
 std::string render_effective(const Config& cfg);

@@ -463,6 +463,12 @@ void Schema::root(const Node& root) {
             {"subject", text(si.subject)},
             {"subjectRegexp", text(si.subject_regexp)},
             {"issuer", text(si.issuer)},
+            {"sourceRepositoryRef", text(si.source_repository_ref)},
+            {"buildConfigUri", text(si.build_config_uri)},
+            {"sourceRepositoryUri", text(si.source_repository_uri)},
+            {"githubWorkflowName", text(si.github_workflow_name)},
+            {"githubWorkflowRef", text(si.github_workflow_ref)},
+            {"githubWorkflowRepository", text(si.github_workflow_repository)},
         };
     };
     auto update = [this, &up, signer] {

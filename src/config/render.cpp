@@ -145,6 +145,7 @@ std::string render_effective(const Config& cfg) {
     line(i2, "subject", quote(u.signer_identity.subject));
     line(i2, "subjectRegexp", quote(u.signer_identity.subject_regexp));
     line(i2, "issuer", quote(u.signer_identity.issuer));
+    for (const SignerField& f : signer_fields(u.signer_identity)) line(i2, f.key, quote(*f.value));
     std::vector<std::string> prefixes;
     for (const Url& p : u.allowed_download_prefixes) prefixes.push_back(p.str());
     std::string prefix_line = list_text(prefixes);

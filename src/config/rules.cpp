@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/loader.hpp"
+#include "version/template.hpp"
 
 namespace myr::config {
 
@@ -137,12 +138,23 @@ void check_server(const Config& cfg, Context& ctx) {
     }
 }
 
+// Only {version} is a placeholder: a typo such as {Version} would otherwise be compared literally
+// and refuse every release, or worse, be mistaken for a pin that holds.
+void check_signer_templates(const SignerIdentity& si, Context& ctx) {
+    for (const SignerField& f : signer_fields(si)) {
+        std::string key = std::string("update.signerIdentity.") + f.key;
+        if (f.value->empty() || ctx.bad(key)) continue;
+        if (auto ok = version::check_template(*f.value); !ok) ctx.at_key(key, ok.error().message());
+    }
+}
+
 void check_update(const Config& cfg, Context& ctx) {
     const Update& u = cfg.update;
     const SignerIdentity& si = u.signer_identity;
     if (!si.subject_regexp.empty() && !ctx.bad("update.signerIdentity.subjectRegexp")) {
         check_regexp(si.subject_regexp, ctx);
     }
+    check_signer_templates(si, ctx);
     if (u.require_signature && !ctx.bad("update.requireSignature")) {
         if (u.trusted_root_file.empty() && !ctx.bad("update.trustedRootFile")) {
             ctx.at_key("update.trustedRootFile", "is required when requireSignature is true");
@@ -229,6 +241,15 @@ Duration effective_download_timeout(const Update& u) {
     if (u.download_timeout) return *u.download_timeout;
     return kDownloadTimeoutBase + std::chrono::duration_cast<Duration>(
                                       std::chrono::seconds(u.max_artifact_size / kDownloadMinRate));
+}
+
+std::vector<SignerField> signer_fields(const SignerIdentity& si) {
+    return {{"sourceRepositoryRef", &si.source_repository_ref},
+            {"buildConfigUri", &si.build_config_uri},
+            {"sourceRepositoryUri", &si.source_repository_uri},
+            {"githubWorkflowName", &si.github_workflow_name},
+            {"githubWorkflowRef", &si.github_workflow_ref},
+            {"githubWorkflowRepository", &si.github_workflow_repository}};
 }
 
 std::vector<Url> effective_download_prefixes(const Config& cfg) {

@@ -83,9 +83,21 @@ stage::ExtractLimits extract_limits(const config::Config& cfg) {
     return l;
 }
 
+// The certificate-field rules stay templates here: each install binds them to the version it
+// offers.
 verify::Identity signer(const config::Config& cfg) {
-    return {cfg.update.signer_identity.subject, cfg.update.signer_identity.subject_regexp,
-            cfg.update.signer_identity.issuer};
+    const config::SignerIdentity& si = cfg.update.signer_identity;
+    using F = verify::IdentityField;
+    verify::Identity id{si.subject, si.subject_regexp, si.issuer, {}};
+    for (auto [field, value] : {std::pair{F::source_repository_ref, &si.source_repository_ref},
+                                {F::build_config_uri, &si.build_config_uri},
+                                {F::source_repository_uri, &si.source_repository_uri},
+                                {F::github_workflow_name, &si.github_workflow_name},
+                                {F::github_workflow_ref, &si.github_workflow_ref},
+                                {F::github_workflow_repository, &si.github_workflow_repository}}) {
+        if (!value->empty()) id.fields.push_back({field, *value});
+    }
+    return id;
 }
 
 }  // namespace

@@ -16,7 +16,12 @@ Result<update::Verifier::Verified> check(const std::shared_ptr<const verify::Loa
     auto digest = hash::digest_from_hex(request.sha256_hex);
     if (!digest) return digest.fail("artifact digest");
     if (!root) return fail(no_root);
-    auto v = verify::verify_bundle(*root->root, request.bundle_json, *digest, identity);
+    // The offered version is canonical (update/check), so it holds no braces to expand again.
+    verify::Identity bound = identity;
+    auto fields = verify::bind_version(identity.fields, request.version);
+    if (!fields) return fields.fail("signer identity");
+    bound.fields = std::move(*fields);
+    auto v = verify::verify_bundle(*root->root, request.bundle_json, *digest, bound);
     if (!v) return v.fail();
     return update::Verifier::Verified{v->subject, v->issuer};
 }

@@ -381,7 +381,8 @@ void Installer::verify_offer() {
                   {{"version", pkg_->version}, {"subject", r->subject}, {"issuer", r->issuer}});
         start_after_jitter();
     });
-    Verifier::Request req{hex::encode(pkg_->file->content_hash), pkg_->file->signature};
+    Verifier::Request req{hex::encode(pkg_->file->content_hash), pkg_->file->signature,
+                          pkg_->version};
     step_ = ports_.verifier.verify(std::move(req), std::move(done));
 }
 

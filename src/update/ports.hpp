@@ -106,6 +106,8 @@ class Verifier {
     struct Request {
         std::string sha256_hex;  // the offered content hash, which the download must match
         std::string bundle_json;
+        // The offered version, canonical: fills `{version}` in the identity's certificate fields.
+        std::string version;
     };
     struct Verified {
         std::string subject;

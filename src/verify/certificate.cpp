@@ -12,9 +12,7 @@ namespace myr::verify {
 
 namespace {
 
-// 1.3.6.1.4.1.57264.1.1, 1.3.6.1.4.1.57264.1.8, 1.3.6.1.4.1.11129.2.4.2 (DER contents).
-constexpr uint8_t kOidIssuerV1[] = {0x2B, 0x06, 0x01, 0x04, 0x01, 0x83, 0xBF, 0x30, 0x01, 0x01};
-constexpr uint8_t kOidIssuerV2[] = {0x2B, 0x06, 0x01, 0x04, 0x01, 0x83, 0xBF, 0x30, 0x01, 0x08};
+// 1.3.6.1.4.1.11129.2.4.2 (DER contents).
 constexpr uint8_t kOidSctList[] = {0x2B, 0x06, 0x01, 0x04, 0x01, 0xD6, 0x79, 0x02, 0x04, 0x02};
 
 template <size_t N>
@@ -38,15 +36,14 @@ Certificate::~Certificate() {
 int Certificate::on_extension(void* ctx, const mbedtls_x509_crt*, const mbedtls_x509_buf* oid,
                               int critical, const unsigned char* p, const unsigned char* end) {
     auto* self = static_cast<Certificate*>(ctx);
-    Bytes value(p, end);
-    if (oid_is(oid->p, oid->len, kOidIssuerV1)) {
-        self->issuer_v1_ = std::move(value);
-        self->has_issuer_v1_ = true;
-    } else if (oid_is(oid->p, oid->len, kOidIssuerV2)) {
-        self->issuer_v2_ = std::move(value);
-        self->has_issuer_v2_ = true;
+    if (auto arc = FulcioExtensions::recognise(oid->p, oid->len)) {
+        auto ok = self->fulcio_.add(*arc, p, static_cast<size_t>(end - p));
+        if (!ok && self->extension_problem_.empty()) {
+            self->extension_problem_ = ok.error().message();
+        }
+        if (!ok) return MBEDTLS_ERR_X509_INVALID_EXTENSIONS;
     } else if (oid_is(oid->p, oid->len, kOidSctList)) {
-        self->sct_list_ = std::move(value);
+        self->sct_list_ = Bytes(p, end);
     } else if (critical) {
         return MBEDTLS_ERR_X509_INVALID_EXTENSIONS;
     }
@@ -58,6 +55,11 @@ Result<std::unique_ptr<Certificate>> Certificate::parse(const Bytes& der) {
     if (der.empty()) return fail("empty certificate");
     int r = mbedtls_x509_crt_parse_der_with_ext_cb(&c->crt_, der.data(), der.size(), 1,
                                                    &Certificate::on_extension, c.get());
+    // mbedTLS ignores a callback's refusal of a non-critical extension: the Fulcio ones are
+    // refused here instead.
+    if (!c->extension_problem_.empty()) {
+        return fail("certificate does not parse: " + c->extension_problem_);
+    }
     if (r != 0) return fail("certificate does not parse: " + mbedtls_error_text(r));
     return c;
 }
@@ -86,16 +88,8 @@ std::vector<std::string> Certificate::identities() const {
 }
 
 Result<std::string> Certificate::oidc_issuer() const {
-    if (has_issuer_v2_) {
-        auto* p = const_cast<unsigned char*>(issuer_v2_.data());
-        const unsigned char* end = p + issuer_v2_.size();
-        size_t len = 0;
-        if (mbedtls_asn1_get_tag(&p, end, &len, MBEDTLS_ASN1_UTF8_STRING) != 0 || p + len != end) {
-            return fail("OIDC issuer extension 1.3.6.1.4.1.57264.1.8 is not a UTF8String");
-        }
-        return std::string(reinterpret_cast<const char*>(p), len);
-    }
-    if (has_issuer_v1_) return std::string(issuer_v1_.begin(), issuer_v1_.end());
+    if (const auto& v2 = fulcio_.get(FulcioOid::issuer)) return *v2;
+    if (const auto& v1 = fulcio_.get(FulcioOid::issuer_v1)) return *v1;
     return fail("certificate has no OIDC issuer extension");
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "verify/fulcio_extensions.hpp"
 #include "verify/pbjson.hpp"
 #include "verify/trusted_root.hpp"
 
@@ -36,6 +37,8 @@ class Certificate {
     [[nodiscard]] Result<std::string> oidc_issuer() const;
     // KeyUsage digitalSignature and ExtendedKeyUsage codeSigning, both required to be present.
     [[nodiscard]] Status check_code_signing() const;
+    // The Fulcio extensions (OIDC issuer, CI workflow and source repository facts).
+    const FulcioExtensions& fulcio() const { return fulcio_; }
     // The SCT list extension value (TLS-encoded SignedCertificateTimestampList), empty if absent.
     const Bytes& sct_list() const { return sct_list_; }
 
@@ -45,10 +48,8 @@ class Certificate {
                             int critical, const unsigned char* p, const unsigned char* end);
 
     mbedtls_x509_crt crt_;
-    Bytes issuer_v1_;
-    Bytes issuer_v2_;
-    bool has_issuer_v1_ = false;
-    bool has_issuer_v2_ = false;
+    FulcioExtensions fulcio_;
+    std::string extension_problem_;  // why on_extension refused, for parse()'s message
     Bytes sct_list_;
 };
 

@@ -179,7 +179,18 @@ Status check_identity(const Certificate& leaf, const Policy& policy, const Ident
         return step("identity", "certificate issuer " + *issuer + " != " + identity.issuer);
     }
     v.issuer = *issuer;
+    auto fields = check_fields(leaf.fulcio(), identity.fields);
+    if (!fields) return step("identity", fields.error());
+    v.fields = std::move(*fields);
     return {};
+}
+
+// For the report of what was checked: the log the verified entry belongs to.
+void describe_log(const TrustedRoot& root, const TlogEntry& entry, Verified& v) {
+    auto log = find_log(root.tlogs, entry.log_id, entry.integrated_time);
+    std::string url = log ? (*log)->base_url : std::string("?");
+    v.time_source = "SET of " + url;
+    v.log = url + " index " + std::to_string(entry.log_index);
 }
 
 }  // namespace
@@ -213,6 +224,7 @@ Result<Verified> verify_bundle(const TrustedRoot& root, const Bundle& b,
     if (auto ok = check_signature(**leaf, b, artifact_sha256); !ok) return ok.fail();
     Verified v;
     v.integrated_time = *t;
+    describe_log(root, entry, v);
     if (auto ok = check_identity(**leaf, *policy, identity, v); !ok) return ok.fail();
     return v;
 }

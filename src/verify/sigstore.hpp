@@ -14,22 +14,29 @@
 #include "core/result.hpp"
 #include "hash/sha256.hpp"
 #include "verify/bundle.hpp"
+#include "verify/identity_policy.hpp"
 #include "verify/trusted_root.hpp"
 
 namespace myr::verify {
 
 // Who must have signed. Exactly one of `subject` (exact match) and `subject_regexp` (ECMAScript,
-// matched against the whole SAN) is set; `issuer` is compared exactly.
+// matched against the whole SAN) is set; `issuer` is compared exactly. `fields` are facts of the
+// certificate's Fulcio extensions that must match too (identity_policy.hpp), already bound to a
+// version: a `{version}` left in them is compared literally.
 struct Identity {
     std::string subject;
     std::string subject_regexp;
     std::string issuer;
+    std::vector<FieldRule> fields;
 };
 
 struct Verified {
     std::string subject;  // the SAN that matched
     std::string issuer;
     int64_t integrated_time = 0;  // the verified signing time, Unix seconds
+    std::string time_source;      // what proved integrated_time, e.g. "SET of <log URL>"
+    std::string log;              // the transparency log entry: "<log URL> index <n>"
+    std::vector<FieldCheck> fields;
 };
 
 // Errors read "<step>: <reason>", e.g. "inclusion proof: computed root != rootHash". Steps:

@@ -1,8 +1,11 @@
 // Makes fresh Sigstore test material with a private trust root, offline:
-//   node sigstore-make.mjs OUTDIR [ARTIFACT...]
+//   node sigstore-make.mjs OUTDIR [ARTIFACT[::REF]...]
 // The first ARTIFACT, when given, is the file the cases sign (a release archive of the installer's
 // tests) instead of a few random bytes; every ARTIFACT is also signed on its own under the same
 // root into OUTDIR/signed/<its file name>.json (the demo's releases).
+// Certificates carry the GitHub workflow facts a release workflow's would (Fulcio's extensions,
+// made by @sigstore/mock from the token's claims): repository example/release, workflow "Release"
+// (release.yml) and ref refs/tags/v1.0.0, or REF for an ARTIFACT given as ARTIFACT::REF.
 // A real signer (@sigstore/sign) signs an artifact while its Fulcio and Rekor calls are answered
 // in-process by @sigstore/mock (through nock). The script writes:
 //   OUTDIR/trusted_root.json            the private root (CA, Rekor key, CT log key)
@@ -42,10 +45,23 @@ const sha256 = (...parts) => {
 const keyPair = () => crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const spki = (k) => k.export({ format: 'der', type: 'spki' });
 
+const REF = 'refs/tags/v1.0.0';
+
+// The GitHub Actions claims the mock Fulcio turns into certificate extensions.
+const githubClaims = (ref) => ({
+  event_name: 'push',
+  sha: '0123456789abcdef0123456789abcdef01234567',
+  workflow: 'Release',
+  repository: 'example/release',
+  ref,
+  workflow_ref: `example/release/.github/workflows/release.yml@${ref}`,
+});
+
 // An unsigned JWT is enough: the mock Fulcio decodes it without checking.
-function token(sub, iss) {
+function token(sub, iss, ref) {
   const enc = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
-  return `${enc({ alg: 'none', typ: 'JWT' })}.${enc({ sub, iss, aud: 'sigstore' })}.sig`;
+  const claims = { sub, iss, aud: 'sigstore', ...githubClaims(ref) };
+  return `${enc({ alg: 'none', typ: 'JWT' })}.${enc(claims)}.sig`;
 }
 
 // --- one signing run: a CA, CT log and Rekor log answering over nock -----------------------------
@@ -59,7 +75,7 @@ async function makeServices(rekorClock) {
   return { ca, ctlog, ctKeys, rekorKeys, tlog };
 }
 
-async function signWith(services, artifact, subject, issuer) {
+async function signWith(services, artifact, subject, issuer, ref = REF) {
   nock.cleanAll();
   const fulcio = mock.fulcioHandler(services.ca);
   const rekor = mock.rekorHandler(services.tlog);
@@ -71,7 +87,7 @@ async function signWith(services, artifact, subject, issuer) {
   nock(REKOR_URL).post(rekor.path).reply(adapt(rekor.fn));
   const signer = new sign.FulcioSigner({
     fulcioBaseURL: FULCIO_URL,
-    identityProvider: { getToken: async () => token(subject, issuer) },
+    identityProvider: { getToken: async () => token(subject, issuer, ref) },
   });
   const witness = new sign.RekorWitness({ rekorBaseURL: REKOR_URL });
   const builder = new sign.MessageSignatureBundleBuilder({ signer, witnesses: [witness] });
@@ -183,7 +199,7 @@ function toV03(bundle) {
 async function main() {
   fs.mkdirSync(path.join(out, 'cases'), { recursive: true });
   const artifact = process.argv[3]
-    ? fs.readFileSync(process.argv[3])
+    ? fs.readFileSync(process.argv[3].split('::')[0])
     : Buffer.from(`myriarch test artifact ${crypto.randomBytes(8).toString('hex')}\n`);
   const other = Buffer.from('a different artifact\n');
   fs.writeFileSync(path.join(out, 'artifact'), artifact);
@@ -281,8 +297,9 @@ async function main() {
   }
   const extra = process.argv.slice(3);
   if (extra.length) fs.mkdirSync(path.join(out, 'signed'), { recursive: true });
-  for (const file of extra) {
-    const b = await signWith(services, fs.readFileSync(file), SUBJECT, ISSUER);
+  for (const arg of extra) {
+    const [file, ref] = arg.split('::');
+    const b = await signWith(services, fs.readFileSync(file), SUBJECT, ISSUER, ref || REF);
     fs.writeFileSync(path.join(out, 'signed', path.basename(file) + '.json'), JSON.stringify(b, null, 2));
   }
   nock.cleanAll();

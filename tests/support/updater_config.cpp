@@ -25,10 +25,13 @@ std::string UpdaterConfig::yaml() const {
         prefixes += (prefixes.empty() ? "" : ", ") + quote(p);
     }
     std::string signer;
-    if (!signer_subject.empty() || !signer_issuer.empty()) {
+    if (!signer_subject.empty() || !signer_issuer.empty() || !signer_fields.empty()) {
         signer = "  signerIdentity:\n" +
                  (signer_subject.empty() ? "" : "    subject: " + quote(signer_subject) + "\n") +
                  (signer_issuer.empty() ? "" : "    issuer: " + quote(signer_issuer) + "\n");
+        for (const auto& [key, value] : signer_fields) {
+            signer += "    " + key + ": " + quote(value) + "\n";
+        }
     }
     auto boolean = [](const std::optional<bool>& b) {
         return b ? std::string(*b ? "true" : "false") : std::string();

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace myr::test {
@@ -17,6 +18,8 @@ struct UpdaterConfig {
     bool require_signature = false;
     std::string trusted_root_file;
     std::string signer_subject, signer_issuer;  // update.signerIdentity
+    // update.signerIdentity's certificate fields: {"sourceRepositoryRef", "refs/tags/v{version}"}
+    std::vector<std::pair<std::string, std::string>> signer_fields;
     std::vector<std::string> allowed_download_prefixes;
     std::string minimum_version;
     std::optional<bool> allow_downgrade;

@@ -469,6 +469,52 @@ TEST_CASE("update: signed releases under a private test root") {
     }
 }
 
+TEST_CASE("update: the signer identity is bound to the offered version") {
+    if (!can_run_pid1()) return;
+    if (std::string why = signer_unavailable(); !why.empty()) MYR_SKIP(why);
+    Rig rig;
+    // One archive, signed by the release workflow at the tag of its version (Fulcio's Source
+    // Repository Ref and Build Config URI say v0.117.0), as an upstream release is.
+    const std::string good = rig.tar_gz(rig.release("0.117.0"), "signed.tar.gz");
+    const std::string sig = rig.dir / "sigstore";
+    sign_artifacts(sig, {rig.artifacts + "/" + good + "::refs/tags/v0.117.0"});
+    const std::string bundle = sig + "/signed/signed.tar.gz.json";
+    rig.configure(seed(rig), [&](UpdaterConfig& c) {
+        c.require_signature = true;
+        c.trusted_root_file = sig + "/trusted_root.json";
+        c.signer_subject = kSignerSubject;
+        c.signer_issuer = kSignerIssuer;
+        c.signer_fields = {
+            {"sourceRepositoryRef", "refs/tags/v{version}"},
+            {"buildConfigUri",
+             "https://github.com/example/release/.github/workflows/release.yml@refs/tags/"
+             "v{version}"},
+            {"sourceRepositoryUri", "https://github.com/example/release"},
+            {"githubWorkflowName", "Release"},
+        };
+    });
+    Updater u(rig.config());
+    rig.settle(u);
+    // The same validly signed bytes offered under a newer version label: refused at the signature,
+    // naming the field, and nothing of it reaches the volume.
+    Offer relabelled{"0.118.0", good};
+    relabelled.signature_file = bundle;
+    expect_failure(rig, u, relabelled,
+                   "signature: identity: sourceRepositoryRef: expected \"refs/tags/v0.118.0\", "
+                   "certificate has \"refs/tags/v0.117.0\"");
+    CHECK(wired::entries(rig.install + "/versions") == std::vector<std::string>{"0.116.0"});
+    // Offered as what it is, it is installed.
+    Offer honest{"0.117.0", good};
+    honest.signature_file = bundle;
+    size_t from = rig.mark();
+    rig.offer(honest);
+    auto st = rig.wait_status("0.117.0", "", from);
+    REQUIRE_MESSAGE(st, rig.record() << "\nlog:\n" << u.log());
+    CHECK_MESSAGE(st->status == "Installed", st->error);
+    check_settled(rig, "0.117.0");
+    CHECK(u.stop() == 0);
+}
+
 TEST_CASE("update: offers during an install") {
     if (!can_run_pid1()) return;
     Rig rig;

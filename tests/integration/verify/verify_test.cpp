@@ -425,3 +425,168 @@ TEST_CASE("verify: command-line contract (usage errors exit 2, unreadable inputs
     CHECK(bad_root.exit_code == 1);
     CHECK(starts_with(bad_root.out, "not verified: trusted root: unsupported mediaType"));
 }
+
+namespace {
+
+// The upstream collector release (tests/data/upstream-release, README there): verified by the
+// published digest with the identity bound to the offered version, as the chart's default does.
+struct Upstream {
+    std::string dir = data_dir() + "/upstream-release";
+    std::string bundle = dir + "/otelcol-contrib_0.158.0_linux_amd64.tar.gz.sigstore.json";
+    std::string root = dir + "/trusted_root.json";
+    std::string digest = "sha256:" + read_file(dir +
+                                               "/otelcol-contrib_0.158.0_linux_amd64.tar.gz."
+                                               "sha256")
+                                         .substr(0, 64);
+    const std::string repo = "https://github.com/open-telemetry/opentelemetry-collector-releases";
+    std::string subject_regexp =
+        "^https://github\\.com/open-telemetry/"
+        "opentelemetry-collector-releases/\\.github/workflows/"
+        "base-release\\.yaml@refs/tags/v.*$";
+
+    // cosign's flag names, the version-bound fields, and `extra` replacing any of them by name.
+    RunResult verify(const std::map<std::string, std::string>& extra = {},
+                     const std::string& root_file = "") const {
+        std::map<std::string, std::string> flags = {
+            {"--digest", digest},
+            {"--bundle", bundle},
+            {"--trusted-root", root_file.empty() ? root : root_file},
+            {"--certificate-identity-regexp", subject_regexp},
+            {"--certificate-oidc-issuer", "https://token.actions.githubusercontent.com"},
+            {"--version", "0.158.0"},
+            {"--source-repository-ref", "refs/tags/v{version}"},
+            {"--build-config-uri",
+             repo + "/.github/workflows/release-contrib.yaml@refs/tags/v{version}"},
+            {"--source-repository-uri", repo},
+            {"--certificate-github-workflow-name", "Release Contrib"},
+        };
+        for (const auto& [k, v] : extra) flags[k] = v;
+        std::vector<std::string> argv = {updater_bin(), "verify"};
+        for (const auto& [k, v] : flags) {
+            argv.push_back(k);
+            argv.push_back(v);
+        }
+        return run(argv, 60s);
+    }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "verify: the upstream release bundle verifies by digest with the version-bound identity") {
+    Upstream up;
+    RunResult r = up.verify();
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(starts_with(r.out,
+                      "verified: " + up.repo +
+                          "/.github/workflows/base-release.yaml@refs/tags/v0.158.0 "
+                          "https://token.actions.githubusercontent.com "
+                          "7623348c295ec7b00d86c30040a30730f7e3537e813b34c880c1d5abb9bbe8d5\n"));
+    // One line per check: the time source, the log, each identity field with its value.
+    CHECK(r.out.find("\n  time: 2026-08-04T") != std::string::npos);
+    CHECK(r.out.find("from the SET of https://rekor.sigstore.dev\n") != std::string::npos);
+    CHECK(r.out.find("\n  log: https://rekor.sigstore.dev index ") != std::string::npos);
+    CHECK(r.out.find("\n  identity: issuer https://token.actions.githubusercontent.com\n") !=
+          std::string::npos);
+    CHECK(r.out.find("\n  identity: sourceRepositoryRef \"refs/tags/v0.158.0\"\n") !=
+          std::string::npos);
+    CHECK(r.out.find("\n  identity: buildConfigUri \"" + up.repo +
+                     "/.github/workflows/release-contrib.yaml@refs/tags/v0.158.0\"\n") !=
+          std::string::npos);
+    CHECK(r.out.find("\n  identity: sourceRepositoryUri \"" + up.repo + "\"\n") !=
+          std::string::npos);
+    CHECK(r.out.find("\n  identity: githubWorkflowName \"Release Contrib\"\n") !=
+          std::string::npos);
+    // The legacy GitHub extensions, by cosign's flag names.
+    RunResult legacy = up.verify(
+        {{"--certificate-github-workflow-ref", "refs/tags/v{version}"},
+         {"--certificate-github-workflow-repository",
+          "open-telemetry/opentelemetry-collector-releases"},
+         {"--certificate-github-workflow-trigger", "push"},
+         {"--certificate-github-workflow-sha", "1400269f8ace841f8d0492f4f9c6c7f305f95268"}});
+    CHECK_MESSAGE(legacy.exit_code == 0, legacy.out << legacy.err);
+}
+
+TEST_CASE("verify: the upstream bundle is refused for another tag, distribution, digest or root") {
+    Upstream up;
+    auto refused = [](const RunResult& r, const std::string& first_line) {
+        INFO(r.out << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(r.out == first_line + "\n");
+    };
+    SUBCASE("another tag: the offered version 0.157.0") {
+        refused(up.verify({{"--version", "0.157.0"}}),
+                "not verified: identity: sourceRepositoryRef: expected \"refs/tags/v0.157.0\", "
+                "certificate has \"refs/tags/v0.158.0\"");
+        // With only the build config pinned, that field names the mismatch.
+        refused(up.verify(
+                    {{"--version", "v0.157.0"}, {"--source-repository-ref", "refs/tags/v0.158.0"}}),
+                "not verified: identity: buildConfigUri: expected \"" + up.repo +
+                    "/.github/workflows/release-contrib.yaml@refs/tags/v0.157.0\", certificate has "
+                    "\"" +
+                    up.repo + "/.github/workflows/release-contrib.yaml@refs/tags/v0.158.0\"");
+    }
+    SUBCASE("another distribution: the core release workflow") {
+        refused(
+            up.verify({{"--build-config-uri",
+                        up.repo + "/.github/workflows/release-core.yaml@refs/tags/v{version}"}}),
+            "not verified: identity: buildConfigUri: expected \"" + up.repo +
+                "/.github/workflows/release-core.yaml@refs/tags/v0.158.0\", certificate has \"" +
+                up.repo + "/.github/workflows/release-contrib.yaml@refs/tags/v0.158.0\"");
+        refused(up.verify({{"--certificate-github-workflow-name", "Release Core"}}),
+                "not verified: identity: githubWorkflowName: expected \"Release Core\", "
+                "certificate has \"Release Contrib\"");
+    }
+    SUBCASE("another digest") {
+        RunResult r = up.verify(
+            {{"--digest",
+              "sha256:7623348c295ec7b00d86c30040a30730f7e3537e813b34c880c1d5abb9bbe8d6"}});
+        INFO(r.out);
+        CHECK(r.exit_code == 1);
+        CHECK(starts_with(r.out, "not verified: artifact: sha256 7623348c"));
+    }
+    SUBCASE("a trusted root without the Fulcio CAs") {
+        TempDir tmp;
+        json_object* root = json_tokener_parse(read_file(up.root).c_str());
+        REQUIRE(root != nullptr);
+        json_object_object_add(root, "certificateAuthorities", json_object_new_array());
+        write_file(tmp / "root.json", json_object_to_json_string(root));
+        json_object_put(root);
+        RunResult r = up.verify({}, tmp / "root.json");
+        INFO(r.out << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(starts_with(r.out, "not verified: certificate chain: "));
+    }
+}
+
+TEST_CASE("verify: --digest and the cosign flag names follow the usage contract") {
+    Upstream up;
+    auto usage = [](const RunResult& r, const std::string& text) {
+        INFO(r.out << r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find(text) != std::string::npos);
+    };
+    usage(up.verify({{"--digest", "7623348c"}}), "--digest must read sha256:<64 hex digits>");
+    usage(up.verify({{"--digest", "sha256:zz"}}), "--digest");
+    usage(up.verify({{"--artifact", up.bundle}}), "exactly one of --artifact FILE and --digest");
+    usage(up.verify({{"--subject-regexp", "^x$"}}), "not both");
+    usage(up.verify({{"--version", "0.158"}}), "--version 0.158 is not a semantic version");
+    usage(up.verify({{"--source-repository-ref", "refs/tags/v{Version}"}}),
+          "--source-repository-ref: unknown placeholder {Version}");
+    std::vector<std::string> argv = {updater_bin(),
+                                     "verify",
+                                     "--digest",
+                                     up.digest,
+                                     "--bundle",
+                                     up.bundle,
+                                     "--trusted-root",
+                                     up.root,
+                                     "--certificate-identity",
+                                     "x",
+                                     "--certificate-oidc-issuer",
+                                     "y",
+                                     "--source-repository-ref",
+                                     "refs/tags/v{version}"};
+    usage(run(argv, 60s), "sourceRepositoryRef uses {version}: give --version");
+}

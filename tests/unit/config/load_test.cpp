@@ -289,6 +289,12 @@ const KeyCase kKeys[] = {
     {"update.signerIdentity", "subject", "expected a string"},
     {"update.signerIdentity", "subjectRegexp", "expected a string"},
     {"update.signerIdentity", "issuer", "expected a string"},
+    {"update.signerIdentity", "sourceRepositoryRef", "expected a string"},
+    {"update.signerIdentity", "buildConfigUri", "expected a string"},
+    {"update.signerIdentity", "sourceRepositoryUri", "expected a string"},
+    {"update.signerIdentity", "githubWorkflowName", "expected a string"},
+    {"update.signerIdentity", "githubWorkflowRef", "expected a string"},
+    {"update.signerIdentity", "githubWorkflowRepository", "expected a string"},
     {"update", "allowedDownloadPrefixes", "expected a list of URLs"},
     {"update", "minimumVersion", "expected a version"},
     {"update", "allowDowngrade", "expected true or false"},
@@ -578,6 +584,31 @@ TEST_CASE("config: subjectRegexp must compile and be anchored") {
         "update:\n  requireSignature: false\n  signerIdentity:\n    subjectRegexp: "
         "'a'\n",
         key, "must be anchored");
+}
+
+TEST_CASE("config: signerIdentity's certificate fields are templates with {version} only") {
+    Config c =
+        expect_ok(kIdentity +
+                  "    sourceRepositoryRef: refs/tags/v{version}\n"
+                  "    buildConfigUri: https://g/r/.github/workflows/c.yaml@refs/tags/v{version}\n"
+                  "    sourceRepositoryUri: https://g/r\n"
+                  "    githubWorkflowName: Release Contrib\n"
+                  "    githubWorkflowRef: refs/tags/v{version}\n"
+                  "    githubWorkflowRepository: o/r\n");
+    const SignerIdentity& si = c.update.signer_identity;
+    CHECK(si.source_repository_ref == "refs/tags/v{version}");
+    CHECK(si.build_config_uri == "https://g/r/.github/workflows/c.yaml@refs/tags/v{version}");
+    CHECK(si.source_repository_uri == "https://g/r");
+    CHECK(si.github_workflow_name == "Release Contrib");
+    CHECK(si.github_workflow_ref == "refs/tags/v{version}");
+    CHECK(si.github_workflow_repository == "o/r");
+    expect_problem(kIdentity + "    sourceRepositoryRef: refs/tags/v{Version}\n",
+                   "update.signerIdentity.sourceRepositoryRef",
+                   "unknown placeholder {Version}: only {version} is replaced");
+    expect_problem(kIdentity + "    buildConfigUri: 'x@{tag}'\n",
+                   "update.signerIdentity.buildConfigUri", "unknown placeholder {tag}");
+    expect_problem(kIdentity + "    githubWorkflowRef: 'refs/tags/v{version'\n",
+                   "update.signerIdentity.githubWorkflowRef", "(unclosed)");
 }
 
 TEST_CASE("config: health rounds need at least one success and an interval below the timeout") {
