@@ -167,6 +167,41 @@ TEST_CASE("trust: a refused signature is refused before the download: no request
     CHECK(u.stop() == 0);
 }
 
+TEST_CASE("trust: an offer signed for another tag of the workflow is refused before download") {
+    if (!can_run_pid1()) return;
+    if (std::string why = signer_unavailable(); !why.empty()) MYR_SKIP(why);
+    Rig rig;
+    // The release workflow signed this 0.118.0 archive at the tag v0.117.0 (its certificate's
+    // Source Repository Ref): a server offering it as 0.118.0 offers something signed for another
+    // tag of the same workflow.
+    const std::string other_tag = rig.tar_gz(rig.release("0.118.0"), "other-tag.tar.gz");
+    const std::string sig = rig.dir / "sigstore";
+    sign_artifacts(sig, {rig.artifacts + "/" + other_tag + "::refs/tags/v0.117.0"});
+    rig.configure(seed(rig), [&](UpdaterConfig& c) {
+        c.require_signature = true;
+        c.trusted_root_file = sig + "/trusted_root.json";
+        c.signer_subject = kSignerSubject;
+        c.signer_issuer = kSignerIssuer;
+        c.signer_fields = {{"sourceRepositoryRef", "refs/tags/v{version}"}};
+    });
+    Updater u(rig.config());
+    rig.settle(u);
+    size_t from = rig.mark();
+    rig.offer(signed_offer("0.118.0", other_tag, sig + "/signed/" + other_tag + ".json"));
+    auto st = rig.wait_status("0.118.0", "", from);
+    REQUIRE_MESSAGE(st, rig.record() << "\nlog:\n" << u.log());
+    CHECK(st->status == "InstallFailed");
+    CHECK_MESSAGE(st->error ==
+                      "signature: identity: sourceRepositoryRef: expected \"refs/tags/v0.118.0\", "
+                      "certificate has \"refs/tags/v0.117.0\"",
+                  st->error);
+    check_settled(rig, "0.116.0");
+    // Not one byte of it was asked for.
+    CHECK_MESSAGE(!requested(rig, other_tag), rig.artifact_server->stats());
+    CHECK(rig.artifact_server->bytes_served() == 0);
+    CHECK(u.stop() == 0);
+}
+
 TEST_CASE("trust: a ConfigMap update of the root is used by the next install; a broken one not") {
     if (!can_run_pid1()) return;
     if (std::string why = signer_unavailable(); !why.empty()) MYR_SKIP(why);

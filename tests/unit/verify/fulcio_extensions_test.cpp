@@ -36,9 +36,10 @@ Bytes raw(const std::string& s) {
 }
 
 Bytes upstream_leaf() {
-    std::string text = myr::test::read_file(myr::test::data_dir() +
-                                            "/upstream-release/"
-                                            "otelcol-contrib_0.158.0_linux_amd64.tar.gz.sigstore.json");
+    std::string text =
+        myr::test::read_file(myr::test::data_dir() +
+                             "/upstream-release/"
+                             "otelcol-contrib_0.158.0_linux_amd64.tar.gz.sigstore.json");
     auto b = parse_bundle(text);
     REQUIRE_MESSAGE(b.ok(), b.error().message());
     REQUIRE_FALSE(b->certificates.empty());
@@ -75,8 +76,7 @@ TEST_CASE("fulcio extensions: the upstream release leaf yields every GitHub and 
     CHECK(e.get(FulcioOid::build_signer_digest) == "1400269f8ace841f8d0492f4f9c6c7f305f95268");
     CHECK(e.get(FulcioOid::runner_environment) == "github-hosted");
     CHECK(e.get(FulcioOid::source_repository_uri) == repo);
-    CHECK(e.get(FulcioOid::source_repository_digest) ==
-          "1400269f8ace841f8d0492f4f9c6c7f305f95268");
+    CHECK(e.get(FulcioOid::source_repository_digest) == "1400269f8ace841f8d0492f4f9c6c7f305f95268");
     CHECK(e.get(FulcioOid::source_repository_ref) == "refs/tags/v0.158.0");
     CHECK(e.get(FulcioOid::source_repository_identifier) == "400253676");
     CHECK(e.get(FulcioOid::source_repository_owner_uri) == "https://github.com/open-telemetry");
@@ -85,8 +85,7 @@ TEST_CASE("fulcio extensions: the upstream release leaf yields every GitHub and 
           repo + "/.github/workflows/release-contrib.yaml@refs/tags/v0.158.0");
     CHECK(e.get(FulcioOid::build_config_digest) == "1400269f8ace841f8d0492f4f9c6c7f305f95268");
     CHECK(e.get(FulcioOid::build_trigger) == "push");
-    CHECK(e.get(FulcioOid::run_invocation_uri) ==
-          repo + "/actions/runs/30940015151/attempts/2");
+    CHECK(e.get(FulcioOid::run_invocation_uri) == repo + "/actions/runs/30940015151/attempts/2");
     CHECK(e.get(FulcioOid::source_repository_visibility) == "public");
 }
 
@@ -172,10 +171,13 @@ TEST_CASE("fulcio extensions: encodings, repeats and bounds of single values") {
 
 TEST_CASE("identity fields: exact match, the field named with both values, legacy as fallback") {
     FulcioExtensions e;
-    auto put = [&e](FulcioOid oid, const Bytes& v) { REQUIRE(e.add(oid, v.data(), v.size()).ok()); };
+    auto put = [&e](FulcioOid oid, const Bytes& v) {
+        REQUIRE(e.add(oid, v.data(), v.size()).ok());
+    };
     put(FulcioOid::github_workflow_ref, raw("refs/tags/v0.158.0"));
     put(FulcioOid::github_workflow_name, raw("Release Contrib"));
-    put(FulcioOid::build_config_uri, utf8("https://g/r/.github/workflows/c.yaml@refs/tags/v0.158.0"));
+    put(FulcioOid::build_config_uri,
+        utf8("https://g/r/.github/workflows/c.yaml@refs/tags/v0.158.0"));
 
     SUBCASE("a match reports the value checked") {
         auto ok = check_fields(e, {{IdentityField::github_workflow_name, "Release Contrib"}});
@@ -187,8 +189,9 @@ TEST_CASE("identity fields: exact match, the field named with both values, legac
         auto bad = check_fields(e, {{IdentityField::github_workflow_name, "Release Contrib"},
                                     {IdentityField::source_repository_ref, "refs/tags/v0.157.0"}});
         REQUIRE_FALSE(bad.ok());
-        CHECK(bad.error().message() == "sourceRepositoryRef: expected \"refs/tags/v0.157.0\", "
-                                       "certificate has \"refs/tags/v0.158.0\"");
+        CHECK(bad.error().message() ==
+              "sourceRepositoryRef: expected \"refs/tags/v0.157.0\", "
+              "certificate has \"refs/tags/v0.158.0\"");
     }
     SUBCASE("the legacy ref stands in for the absent Source Repository Ref") {
         CHECK(check_fields(e, {{IdentityField::source_repository_ref, "refs/tags/v0.158.0"}}).ok());
@@ -203,8 +206,9 @@ TEST_CASE("identity fields: exact match, the field named with both values, legac
     SUBCASE("a field the certificate lacks fails, naming the extensions looked for") {
         auto r = check_fields(e, {{IdentityField::source_repository_uri, "https://g/r"}});
         REQUIRE_FALSE(r.ok());
-        CHECK(r.error().message() == "sourceRepositoryUri: expected \"https://g/r\", certificate "
-                                     "has no 1.3.6.1.4.1.57264.1.12 (Source Repository URI)");
+        CHECK(r.error().message() ==
+              "sourceRepositoryUri: expected \"https://g/r\", certificate "
+              "has no 1.3.6.1.4.1.57264.1.12 (Source Repository URI)");
         auto t = check_fields(e, {{IdentityField::github_workflow_trigger, "push"}});
         REQUIRE_FALSE(t.ok());
         CHECK(t.error().message().find("has neither 1.3.6.1.4.1.57264.1.20 (Build Trigger) nor "
