@@ -5,6 +5,7 @@
 #include "hash/sha256.hpp"
 #include "loop/step.hpp"
 #include "net/http_client.hpp"
+#include "version/version.hpp"
 
 namespace myr::runtime {
 namespace {
@@ -16,7 +17,12 @@ Result<update::Verifier::Verified> check(const std::shared_ptr<const verify::Loa
     auto digest = hash::digest_from_hex(request.sha256_hex);
     if (!digest) return digest.fail("artifact digest");
     if (!root) return fail(no_root);
-    // The offered version is canonical (update/check), so it holds no braces to expand again.
+    // The offered version is canonical (update/check names the install by it): no braces to
+    // expand again, no leading 'v' to double the one a template writes. Checked, not assumed.
+    if (!version::is_canonical(request.version)) {
+        return fail("signer identity: offered version \"" + request.version +
+                    "\" is not in canonical form");
+    }
     verify::Identity bound = identity;
     auto fields = verify::bind_version(identity.fields, request.version);
     if (!fields) return fields.fail("signer identity");

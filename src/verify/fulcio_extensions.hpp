@@ -1,7 +1,7 @@
-// The extensions Fulcio puts under 1.3.6.1.4.1.57264.1 (Fulcio's docs/oid-info.md): who the OIDC
-// issuer was and which CI run asked for the certificate. Arcs 1-6 (the issuer and the GitHub
-// workflow trigger, sha, name, repository and ref, deprecated) are raw strings; arcs 8-22 are DER
-// UTF8Strings. Arc 7 (an OtherName SAN) and arcs Fulcio adds later are not read here.
+// The extensions Fulcio puts under 1.3.6.1.4.1.57264.1 (the Fulcio project's OID directory): who
+// the OIDC issuer was and which CI run asked for the certificate. Arcs 1-6 (the issuer and the
+// GitHub workflow trigger, sha, name, repository and ref, deprecated) are raw strings; arcs 8-22
+// are DER UTF8Strings. Arc 7 (an OtherName SAN) and arcs Fulcio adds later are not read here.
 //
 // Values are bounded and must not repeat (RFC 5280 section 4.2: one instance per extension); a
 // certificate that breaks either rule is refused when it is parsed.

@@ -69,9 +69,9 @@ Result<std::vector<FieldCheck>> check_fields(const FulcioExtensions& ext,
         if (!*found && s.fallback) found = &ext.get(*s.fallback);
         std::string head = std::string(s.name) + ": expected " + quoted(r.expected);
         if (!*found) {
-            std::string which = s.fallback ? "neither " + describe(s.primary) + " nor " +
-                                                 describe(*s.fallback)
-                                           : "no " + describe(s.primary);
+            std::string which =
+                s.fallback ? "neither " + describe(s.primary) + " nor " + describe(*s.fallback)
+                           : "no " + describe(s.primary);
             return fail(head + ", certificate has " + which);
         }
         if (**found != r.expected) return fail(head + ", certificate has " + quoted(**found));
