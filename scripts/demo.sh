@@ -5,7 +5,7 @@
 # in a new PID namespace (as root) with the stand-in supervisor: seeding, probes, signals, shutdown.
 # Then the fleet server offers releases over OpAMP, signed under a private Sigstore test root: a
 # newer one is downloaded, verified, swapped, checked and committed; one whose archive was altered
-# after signing is refused before anything is swapped; one that fails its health check is rolled
+# after signing is refused before it is downloaded (its signature does not cover the offered hash); one that fails its health check is rolled
 # back. Last, what an operator looks at: `status` and the /metrics of the probe listener.
 # Everything happens under one throw-away directory; nothing outside it is touched.
 #
@@ -75,7 +75,10 @@ run "$pod/shared/myriarch-updater" copy "$pod/collector-image/otelcol-contrib" "
 rm "$pod/shared/evil"
 
 say "validate the packaged example configuration (container mode)"
-run "$pod/shared/myriarch-updater" validate --config packaging/examples/updater.yaml --mode container | tail -5
+# validate reads the trusted root the example names: here the public-good one of tests/data.
+sed "s|/etc/myriarch/trusted_root.json|$PWD/tests/data/sigstore-conformance/public-good-trusted-root.json|" \
+    packaging/examples/updater.yaml >"$pod/example-updater.yaml"
+run "$pod/shared/myriarch-updater" validate --config "$pod/example-updater.yaml" --mode container | tail -5
 
 # ---------------------------------------------------------------------------------------------
 # The main container: myriarch-updater as PID 1, the stand-in supervisor as its child, an OpAMP
@@ -191,6 +194,40 @@ stop_pod() {
     echo "  myriarch-updater exited with code $rc"
 }
 
+# The releases the fleet server offers later, built and signed before the first start: with
+# update.requireSignature the updater refuses to start without a usable trusted root, and the
+# private test root below is made by the same run that signs them.
+build_release() {  # version health: the release archive on the release server
+    local rel="$pod/releases/tree-$1"
+    mkdir -p "$rel"
+    cp "$(release "$1" "$2")" "$rel/otelcol-contrib"
+    tar czf "$pod/artifacts/otelcol-contrib_$1_linux.tar.gz" -C "$rel" otelcol-contrib
+}
+build_release 0.118.0 ok
+build_release 0.118.1 fail
+build_release 0.118.2 ok
+build_release 0.119.0 ok
+if $signing; then
+    # A private test root stands in for Sigstore's public one: the releases are signed under it
+    # by a real signer (@sigstore/sign) whose Fulcio and Rekor are answered in-process.
+    if ! node "$interop/sigstore-make.mjs" "$pod/sigstore" "$pod"/artifacts/*.tar.gz >"$pod/sign.log" 2>&1; then
+        echo "DEMO FAILED: $interop/sigstore-make.mjs could not sign the releases (node $(node --version)):"
+        tail -5 "$pod/sign.log"
+        exit 1
+    fi
+    echo "signed under a private test root: $(ls "$pod/sigstore/signed" | tr '\n' ' ')"
+    # 0.118.2 is altered after it was signed, as on a compromised release server: one byte of its
+    # collector changes and the archive is rebuilt. Its offer carries the altered archive's
+    # SHA-256, so only the signature can catch it.
+    rel="$pod/releases/tree-0.118.2/otelcol-contrib"
+    printf '\x5a' | dd of="$rel" bs=1 seek=4096 conv=notrunc status=none
+    tar czf "$pod/artifacts/otelcol-contrib_0.118.2_linux.tar.gz" -C "$(dirname "$rel")" otelcol-contrib
+    echo "altered after signing: otelcol-contrib_0.118.2_linux.tar.gz (byte 4096 of its collector)"
+else
+    echo "NOTE: MYR_DEMO_UNSIGNED is set: the releases are NOT signed and the config says"
+    echo "      requireSignature: false."
+fi
+
 start_pod "first start: nothing on the volume yet, so the image's collector 0.116.0 is activated" newest
 say "signals: HUP is forwarded to the supervisor"
 kill -HUP "$upd_pid"
@@ -227,12 +264,6 @@ stop_pod
 
 # ---------------------------------------------------------------------------------------------
 # The main job: the fleet server offers a release over OpAMP.
-build_release() {  # version health: the release archive on the release server
-    local rel="$pod/releases/tree-$1"
-    mkdir -p "$rel"
-    cp "$(release "$1" "$2")" "$rel/otelcol-contrib"
-    tar czf "$pod/artifacts/otelcol-contrib_$1_linux.tar.gz" -C "$rel" otelcol-contrib
-}
 offer() {  # version: has the server offer that release
     local name="otelcol-contrib_$1_linux.tar.gz"
     {
@@ -301,30 +332,6 @@ show_volume() {
     echo "  last-attempt.json: $(cat "$pod/binaries/state/last-attempt.json" 2>/dev/null)"
     probe /readyz
 }
-build_release 0.118.0 ok
-build_release 0.118.1 fail
-build_release 0.118.2 ok
-build_release 0.119.0 ok
-if $signing; then
-    # A private test root stands in for Sigstore's public one: the releases are signed under it
-    # by a real signer (@sigstore/sign) whose Fulcio and Rekor are answered in-process.
-    if ! node "$interop/sigstore-make.mjs" "$pod/sigstore" "$pod"/artifacts/*.tar.gz >"$pod/sign.log" 2>&1; then
-        echo "DEMO FAILED: $interop/sigstore-make.mjs could not sign the releases (node $(node --version)):"
-        tail -5 "$pod/sign.log"
-        exit 1
-    fi
-    echo "signed under a private test root: $(ls "$pod/sigstore/signed" | tr '\n' ' ')"
-    # 0.118.2 is altered after it was signed, as on a compromised release server: one byte of its
-    # collector changes and the archive is rebuilt. Its offer carries the altered archive's
-    # SHA-256, so only the signature can catch it.
-    rel="$pod/releases/tree-0.118.2/otelcol-contrib"
-    printf '\x5a' | dd of="$rel" bs=1 seek=4096 conv=notrunc status=none
-    tar czf "$pod/artifacts/otelcol-contrib_0.118.2_linux.tar.gz" -C "$(dirname "$rel")" otelcol-contrib
-    echo "altered after signing: otelcol-contrib_0.118.2_linux.tar.gz (byte 4096 of its collector)"
-else
-    echo "NOTE: MYR_DEMO_UNSIGNED is set: the releases are NOT signed and the config says"
-    echo "      requireSignature: false."
-fi
 # The image's collector is the supervisor's version too: update.maxMinorSkew (1) keeps offers
 # within one minor version of it.
 cp "$(release 0.117.0)" "$pod/shared/otelcol-contrib"
@@ -343,7 +350,7 @@ fi
 show_volume
 expect_current 0.118.0
 if $signing; then
-    say "the server offers 0.118.2, altered after it was signed: refused at verifying, nothing swapped"
+    say "the server offers 0.118.2, altered after it was signed: refused before the download"
     offer 0.118.2
     await_status 0.118.2 InstallFailed
     states 0.118.2 idle

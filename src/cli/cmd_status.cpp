@@ -10,19 +10,21 @@
 #include "core/text.hpp"
 #include "core/time.hpp"
 #include "update/status_view.hpp"
-#include "verify/trusted_root.hpp"
+#include "verify/root_file.hpp"
 
 namespace myr::cli {
 namespace {
 
 void read_trusted_root(const std::string& file, update::StatusView& v) {
     v.trusted_root_file = file;
-    auto root = verify::load_trusted_root(file);
+    // The file as it is now, checked as the running updater checks it: a file it ignored shows
+    // here as unusable, while the updater goes on with the one before (its log says so).
+    auto root = verify::load_usable_root(file);
     if (!root) {
         v.trusted_root_problem = root.error().message();
         return;
     }
-    v.trusted_root_start = verify::newest_validity_start(*root);
+    v.trusted_root_start = root->newest_start;
     if (!v.trusted_root_start) v.trusted_root_problem = "no key or CA has a validity start";
 }
 

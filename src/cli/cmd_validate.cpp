@@ -1,11 +1,13 @@
 // `validate --config F [--mode any|container|run]`: every problem of F on stderr (exit 1), or the
 // effective configuration and the recommended pod grace period on stdout (exit 0). The stdout is
-// itself a valid updater.yaml: the recommendation is a comment.
+// itself a valid updater.yaml: the recommendation is a comment. With update.requireSignature the
+// trusted root is read and must be usable, as start-up requires.
 #include <cstdio>
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "config/config.hpp"
+#include "verify/root_file.hpp"
 
 namespace myr::cli {
 
@@ -38,6 +40,16 @@ int cmd_validate(const std::vector<std::string>& argv) {
             std::fprintf(stderr, "%s%s\n", whole_file ? "myriarch-updater: " : "", p.str().c_str());
         }
         return 1;
+    }
+    // The trusted root is the one input of the configuration that is a file the updater cannot
+    // do without: checked here as start-up checks it (runtime/container.cpp).
+    if (r.config->update.require_signature) {
+        auto root = verify::load_usable_root(r.config->update.trusted_root_file);
+        if (!root) {
+            std::fprintf(stderr, "myriarch-updater: update.trustedRootFile: %s\n",
+                         root.error().message().c_str());
+            return 1;
+        }
     }
     long long ms = config::recommended_grace_period(*r.config).count();
     long long secs = ms / 1000 + (ms % 1000 != 0 ? 1 : 0);

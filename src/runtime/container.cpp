@@ -143,17 +143,18 @@ ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, 
               if (!installer_->ready()) return installer_->describe();
               return child_.describe() + "; " + installer_->describe();
           }),
-      metrics_(sched_, cfg.collector.install_dir, cfg.update.trusted_root_file),
+      metrics_(sched_, cfg.collector.install_dir),
+      roots_(sched_, cfg.update.trusted_root_file),
       status_(sched_, child_),
       preflight_(reaper_, sched_),
-      verifier_(sched_, cfg.update.trusted_root_file, signer(cfg),
-                verify::Options{cfg.update.signature.min_timestamps}),
+      verifier_(sched_, roots_, signer(cfg), verify::Options{cfg.update.signature.min_timestamps}),
       health_probe_(loop.get(), sched_),
       lifecycle_(sched_, child_, steps()) {}
 
 ContainerRuntime::~ContainerRuntime() = default;
 
 Result<int> ContainerRuntime::run() {
+    if (auto st = start_trusted_root(); !st) return st.fail();
     if (auto st = install_signals(); !st) return st.fail();
     if (auto st = reaper_.start(); !st) return st.fail();
     auto proxy = proxy_policy(cfg_);
@@ -164,6 +165,27 @@ Result<int> ContainerRuntime::run() {
     lifecycle_.start([this](int) { loop_.stop(); });
     loop_.run();
     return lifecycle_.exit_code();
+}
+
+// The trusted root before anything else: with update.requireSignature an updater that could
+// verify no offer refuses to start, saying why, before it touches the volume or the supervisor.
+// Without it, signed offers are refused until a usable root appears.
+Status ContainerRuntime::start_trusted_root() {
+    roots_.on_change(
+        [this](const verify::LoadedRoot& r) { metrics_.trusted_root(r.newest_start); });
+    Status st = roots_.start();
+    if (st) return {};
+    if (cfg_.update.require_signature) {
+        return fail(
+            "refusing to start: update.requireSignature is true and the trusted root is "
+            "unusable: " +
+            st.error().message());
+    }
+    log::info("trusted root unusable: signed offers are refused until it is usable",
+              {{"file", cfg_.update.trusted_root_file},
+               {"error", st.error().message()},
+               {"require_signature", false}});
+    return {};
 }
 
 Status ContainerRuntime::install_signals() {

@@ -39,6 +39,7 @@
 #include "runtime/lifecycle.hpp"
 #include "runtime/metrics_feed.hpp"
 #include "runtime/package_adapter.hpp"
+#include "runtime/root_watch.hpp"
 #include "runtime/startup.hpp"
 #include "runtime/status.hpp"
 #include "runtime/update_ports.hpp"
@@ -67,6 +68,7 @@ class ContainerRuntime {
     std::string exit_reason() const;
 
   private:
+    [[nodiscard]] Status start_trusted_root();
     [[nodiscard]] Status install_signals();
     [[nodiscard]] Status start_probes();
     LifecycleSteps steps();
@@ -86,6 +88,7 @@ class ContainerRuntime {
     service::ChildService child_;
     health::Readiness readiness_;
     MetricsFeed metrics_;
+    RootWatch roots_;
     std::unique_ptr<health::ProbeServer> probes_;
     SharedVolume volume_;
     journal::SeedInput seed_input_;

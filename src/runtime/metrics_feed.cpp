@@ -2,9 +2,6 @@
 
 #include <algorithm>
 
-#include "core/log.hpp"
-#include "verify/trusted_root.hpp"
-
 namespace myr::runtime {
 
 using metrics::AttemptResult;
@@ -69,22 +66,12 @@ Counted classify_recovered(const update::Attempt& a, bool swapped) {
     return {AttemptResult::failed, std::nullopt};
 }
 
-std::optional<double> trusted_root_since(const std::string& path) {
-    auto root = verify::load_trusted_root(path);
-    if (!root) {
-        log::warn("metrics: myriarch_trusted_root_age_seconds left out",
-                  {{"error", root.error().message()}});
-        return std::nullopt;
-    }
-    const std::optional<int64_t> newest = verify::newest_validity_start(*root);
-    if (!newest) return std::nullopt;
-    return static_cast<double>(*newest);
-}
+MetricsFeed::MetricsFeed(const Clock& clock, std::string install_dir)
+    : clock_(clock), install_dir_(std::move(install_dir)), registry_(state_names()) {}
 
-MetricsFeed::MetricsFeed(const Clock& clock, std::string install_dir,
-                         const std::string& trusted_root_file)
-    : clock_(clock), install_dir_(std::move(install_dir)), registry_(state_names()) {
-    registry_.trusted_root_since(trusted_root_since(trusted_root_file));
+void MetricsFeed::trusted_root(std::optional<int64_t> newest_start) {
+    registry_.trusted_root_since(newest_start ? std::optional<double>(*newest_start)
+                                              : std::nullopt);
 }
 
 update::Observer MetricsFeed::observer() {

@@ -41,13 +41,16 @@ Counted classify_recovered(const update::Attempt& a, bool swapped);
 // The registry, fed. Scrape-time readings come through `live`, which the runtime fills.
 class MetricsFeed {
   public:
-    // `install_dir`: collector.installDir (its free bytes); `trusted_root_file`: read once now.
-    MetricsFeed(const Clock& clock, std::string install_dir, const std::string& trusted_root_file);
+    // `install_dir`: collector.installDir (its free bytes).
+    MetricsFeed(const Clock& clock, std::string install_dir);
 
     // The observer to hand to the installer.
     update::Observer observer();
     void count(const Counted& c);
     void collector_version(const std::string& v) { registry_.collector_version(v); }
+    // The trusted root in use (RootWatch's, at start and at every reload): its newest validity
+    // start, for myriarch_trusted_root_age_seconds; nullopt leaves the gauge out.
+    void trusted_root(std::optional<int64_t> newest_start);
 
     // The child's restarts and the OpAMP connection, asked at every scrape.
     void set_sources(std::function<uint64_t()> child_restarts, std::function<bool()> connected);
@@ -63,9 +66,5 @@ class MetricsFeed {
     std::function<uint64_t()> child_restarts_;
     std::function<bool()> connected_;
 };
-
-// The newest validity start among the trusted root's keys and CAs (Unix seconds), or nothing
-// when the file cannot be read or names no start.
-std::optional<double> trusted_root_since(const std::string& path);
 
 }  // namespace myr::runtime

@@ -10,14 +10,14 @@
 namespace myr::runtime {
 namespace {
 
-Result<update::Verifier::Verified> check(const std::string& root_file,
+Result<update::Verifier::Verified> check(const std::shared_ptr<const verify::LoadedRoot>& root,
+                                         const std::string& no_root,
                                          const verify::Identity& identity,
                                          const verify::Options& options,
                                          const update::Verifier::Request& request) {
     auto digest = hash::digest_from_hex(request.sha256_hex);
     if (!digest) return digest.fail("artifact digest");
-    auto root = verify::load_trusted_root(root_file);
-    if (!root) return root.fail("trusted root");
+    if (!root) return fail(no_root);
     // The offered version is canonical (update/check names the install by it): no braces to
     // expand again, no leading 'v' to double the one a template writes. Checked, not assumed.
     if (!version::is_canonical(request.version)) {
@@ -28,7 +28,7 @@ Result<update::Verifier::Verified> check(const std::string& root_file,
     auto fields = verify::bind_version(identity.fields, request.version);
     if (!fields) return fields.fail("signer identity");
     bound.fields = std::move(*fields);
-    auto v = verify::verify_bundle(*root, request.bundle_json, *digest, bound, options);
+    auto v = verify::verify_bundle(*root->root, request.bundle_json, *digest, bound, options);
     if (!v) return v.fail();
     std::string checked;
     for (const verify::FieldCheck& f : v->fields) {
@@ -67,8 +67,10 @@ std::unique_ptr<update::Step> SigstoreVerifier::verify(Request request,
                                                        update::Callback<Verified> done) {
     return loop::post_job<Verified>(
         sched_, "signature check",
-        [request = std::move(request), root_file = root_file_, identity = identity_,
-         options = options_] { return check(root_file, identity, options, request); },
+        // The root is taken now, on the loop; the job holds it however the watch changes.
+        [request = std::move(request), root = roots_.current(), no_root = roots_.problem(),
+         identity = identity_,
+         options = options_] { return check(root, no_root, identity, options, request); },
         std::move(done));
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "loop/scheduler.hpp"
+#include "runtime/root_watch.hpp"
 #include "update/ports.hpp"
 #include "verify/sigstore.hpp"
 
@@ -25,21 +26,19 @@ class HttpHealthProbe : public update::HealthProbe {
     loop::Scheduler& sched_;
 };
 
-// update.trustedRootFile is read at each verification (on the work queue), so a root rotated on
-// disk is used without a restart and a missing one fails only the installs that need it.
+// Verifies against the root RootWatch holds at the moment of the call (root_watch.hpp): a root
+// refreshed on disk is used by the next install without a restart, and one install uses one root
+// from start to end. The check itself runs on the work queue.
 class SigstoreVerifier : public update::Verifier {
   public:
-    SigstoreVerifier(loop::Scheduler& sched, std::string trusted_root_file,
-                     verify::Identity identity, verify::Options options = {})
-        : sched_(sched),
-          root_file_(std::move(trusted_root_file)),
-          identity_(std::move(identity)),
-          options_(options) {}
+    SigstoreVerifier(loop::Scheduler& sched, const RootWatch& roots, verify::Identity identity,
+                     verify::Options options = {})
+        : sched_(sched), roots_(roots), identity_(std::move(identity)), options_(options) {}
     std::unique_ptr<update::Step> verify(Request request, update::Callback<Verified> done) override;
 
   private:
     loop::Scheduler& sched_;
-    std::string root_file_;
+    const RootWatch& roots_;
     verify::Identity identity_;
     verify::Options options_;  // update.signature
 };

@@ -250,20 +250,20 @@ uint64_t spool_reserve(const Inspection& in) {
     return in.active_size + kRoomSlack;
 }
 
-ArtifactVerdict check_artifact(const OfferedFile& file, const std::string& sha256_hex,
-                               bool require_signature) {
-    using Kind = ArtifactVerdict::Kind;
-    const std::string expected = hex::encode(file.content_hash);
-    if (sha256_hex != expected) {
-        return {Kind::refused,
-                {Failure::integrity,
-                 "content hash mismatch: offered " + expected + ", downloaded " + sha256_hex}};
-    }
+SignatureVerdict check_signature(const OfferedFile& file, bool require_signature) {
+    using Kind = SignatureVerdict::Kind;
     if (!file.signature.empty()) return {Kind::verify, {}};
     if (!require_signature) return {Kind::unsigned_allowed, {}};
     return {Kind::refused,
             {Failure::signature,
              "signature required (update.requireSignature) but the offer has none"}};
+}
+
+std::optional<Why> check_digest(const OfferedFile& file, const std::string& sha256_hex) {
+    const std::string expected = hex::encode(file.content_hash);
+    if (sha256_hex == expected) return std::nullopt;
+    return Why{Failure::integrity,
+               "content hash mismatch: offered " + expected + ", downloaded " + sha256_hex};
 }
 
 }  // namespace myr::update

@@ -65,16 +65,19 @@ CheckVerdict check_offer(const OfferedPackage& pkg, const Inspection& in, const 
 // (estimated as in the room rule) when the spool shares the volume's filesystem, else 0.
 uint64_t spool_reserve(const Inspection& in);
 
-// Verifying, before the Sigstore verifier runs: the digest the download computed must be the
-// offered content hash, and an offer without a bundle passes only when signatures are not
-// required. A bundle that is there is always verified, required or not: a bad signature is a sign
-// of tampering, not a missing feature.
-struct ArtifactVerdict {
+// Checking, once the policy passed and before anything is fetched: an offer without a bundle
+// passes only when signatures are not required. A bundle that is there is always verified,
+// required or not (a bad signature is a sign of tampering, not a missing feature), and against the
+// offered content hash, so that a refused signature costs no download.
+struct SignatureVerdict {
     enum class Kind { verify, unsigned_allowed, refused };
     Kind kind = Kind::verify;
     Why why;  // with refused
 };
-ArtifactVerdict check_artifact(const OfferedFile& file, const std::string& sha256_hex,
-                               bool require_signature);
+SignatureVerdict check_signature(const OfferedFile& file, bool require_signature);
+
+// Verifying, after the download: the digest the download computed must be the offered content
+// hash, the one the signature was verified against. nullopt when it is.
+std::optional<Why> check_digest(const OfferedFile& file, const std::string& sha256_hex);
 
 }  // namespace myr::update

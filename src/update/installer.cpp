@@ -263,7 +263,7 @@ void Installer::check(const Inspection& in) {
     if (v.kind != CheckVerdict::Kind::refused) pkg_->version = v.version;
     switch (v.kind) {
         case CheckVerdict::Kind::proceed:
-            return start_after_jitter();
+            return verify_offer();
         case CheckVerdict::Kind::installed:
             return post(Event::installed);
         case CheckVerdict::Kind::refused:
@@ -356,21 +356,27 @@ void Installer::fetch_failed(const Error& e) {
     }));
 }
 
-void Installer::verify_artifact() {
-    status(Code::installing);
-    auto v = check_artifact(*pkg_->file, artifact_->sha256_hex, settings_.require_signature);
+// The end of Checking, before the start jitter and the download: the bundle is verified against
+// the offered content hash, so that an offer whose signature is refused costs the artifact server
+// no request and the volume no byte. Verifying checks after the download that the bytes are the
+// ones this hash names. A refusal here is an attempt like one after the download (it is
+// deterministic: the same offer is quarantined), but nothing was written that needs cleaning.
+void Installer::verify_offer() {
+    auto v = check_signature(*pkg_->file, settings_.require_signature);
     switch (v.kind) {
-        case ArtifactVerdict::Kind::refused:
+        case SignatureVerdict::Kind::refused:
+            record_attempt_ = true;
             return later(Event::failed, std::move(v.why));
-        case ArtifactVerdict::Kind::unsigned_allowed:
-            log::warn("update: installing an unsigned artifact (update.requireSignature is false)",
-                      {{"version", pkg_->version}, {"hash", artifact_->sha256_hex}});
-            return later(Event::done);
-        case ArtifactVerdict::Kind::verify:
+        case SignatureVerdict::Kind::unsigned_allowed:
+            return start_after_jitter();
+        case SignatureVerdict::Kind::verify:
             break;
     }
     auto done = bound([this](Result<Verifier::Verified> r) {
-        if (!r) return fail_with(Failure::signature, "signature: " + r.error().message());
+        if (!r) {
+            record_attempt_ = true;
+            return fail_with(Failure::signature, "signature: " + r.error().message());
+        }
         if (r->fields.empty()) {
             log::info("update: signature verified",
                       {{"version", pkg_->version}, {"subject", r->subject}, {"issuer", r->issuer}});
@@ -380,10 +386,23 @@ void Installer::verify_artifact() {
                                                      {"issuer", r->issuer},
                                                      {"identity_fields", r->fields}});
         }
-        post(Event::done);
+        start_after_jitter();
     });
-    Verifier::Request req{artifact_->sha256_hex, pkg_->file->signature, pkg_->version};
+    Verifier::Request req{hex::encode(pkg_->file->content_hash), pkg_->file->signature,
+                          pkg_->version};
     step_ = ports_.verifier.verify(std::move(req), std::move(done));
+}
+
+void Installer::verify_artifact() {
+    status(Code::installing);
+    if (auto why = check_digest(*pkg_->file, artifact_->sha256_hex)) {
+        return later(Event::failed, std::move(*why));
+    }
+    if (pkg_->file->signature.empty()) {
+        log::warn("update: installing an unsigned artifact (update.requireSignature is false)",
+                  {{"version", pkg_->version}, {"hash", artifact_->sha256_hex}});
+    }
+    later(Event::done);
 }
 
 void Installer::stage() {

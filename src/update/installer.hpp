@@ -146,6 +146,7 @@ class Installer : public service::CriticalSection {
     // Entry actions with more than one line.
     void rest();
     void check(const Inspection& in);
+    void verify_offer();
     void start_after_jitter();
     void download();
     void fetch();

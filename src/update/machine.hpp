@@ -10,9 +10,11 @@
 // clang-format off
 //   state           J  critical  work (one asynchronous step)           a crash here leaves
 //   idle            -  -         none                                    nothing to do
-//   checking        -  -         read the volume and last-attempt.json   nothing to do
+//   checking        -  -         read the volume and last-attempt.json;  nothing to do
+//                                the Sigstore bundle against the
+//                                offered content hash
 //   downloading     J  -         artifact into stateDir/spool/           spool partial: cleaned
-//   verifying       J  -         digest and Sigstore bundle              spool complete: cleaned
+//   verifying       J  -         digest against the offered hash         spool complete: cleaned
 //   staging         J  -         extract into .staging/<id>/             staging: cleaned
 //   preflight       J  -         --version, validate                     staging: cleaned
 //   stopping        J  yes       stop the child                          child gone, current old
@@ -28,6 +30,10 @@
 //   rolling_back    J  yes       stop, switch back, start, health        back to `from`
 //   rolled_back     -  yes       clear journal, last-attempt.json        journal maybe: back
 // clang-format on
+//
+// The signature moved from verifying to checking (issue 24: a refused one costs no download); the
+// phase `verifying` still means "the artifact is in the spool, being checked", so a journal an
+// earlier version wrote is recovered the same way.
 //
 // The trial (skipped when update.trialPeriod is 0) is outside the critical section: the new
 // version serves, /readyz is 200 and a shutdown does not wait for it; the journal it keeps makes

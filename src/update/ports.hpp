@@ -98,12 +98,13 @@ using Fetcher = download::Downloader;
 using Preflighter = stage::Preflighter;
 
 // The Sigstore bundle of an artifact, verified offline against update.trustedRootFile and
-// update.signerIdentity (the digest was computed while downloading: it is passed, not recomputed).
+// update.signerIdentity. It runs before the download, against the digest the offer names (its
+// content hash); Verifying then checks that the downloaded bytes have that digest.
 class Verifier {
   public:
     virtual ~Verifier() = default;
     struct Request {
-        std::string sha256_hex;  // of the downloaded artifact
+        std::string sha256_hex;  // the offered content hash, which the download must match
         std::string bundle_json;
         // The offered version, canonical: fills `{version}` in the identity's certificate fields.
         std::string version;

@@ -184,7 +184,7 @@ void text_trusted_root(std::string& out, const StatusView& v) {
              v.trusted_root_file + ": age " + span(age) + " (newest key valid from " +
                  iso(*v.trusted_root_start) + ")");
     } else {
-        line(out, "trusted root", v.trusted_root_file + ": unreadable: " + v.trusted_root_problem);
+        line(out, "trusted root", v.trusted_root_file + ": unusable: " + v.trusted_root_problem);
     }
 }
 

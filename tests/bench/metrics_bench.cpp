@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     const std::string dir = argc > 1 ? argv[1] : "/tmp";
     const int renders = argc > 2 ? std::atoi(argv[2]) : 1000;
     myr::FakeClock clock;
-    myr::runtime::MetricsFeed feed(clock, dir, "/nonexistent/trusted_root.json");
+    myr::runtime::MetricsFeed feed(clock, dir);
     feed.collector_version("0.117.0");
     feed.set_sources([] { return uint64_t{3}; }, [] { return true; });
     std::vector<double> wall, cpu;

@@ -679,7 +679,11 @@ function partValidate() {
   for (const [name, opts] of Object.entries(matrix)) {
     const r = render(opts);
     const f = path.join(tmp, `updater-${name}.yaml`);
-    fs.writeFileSync(f, r.one("ConfigMap", "r-myriarch-collector").data["updater.yaml"]);
+    // validate reads the trusted root as start-up does: the mounted ConfigMap's path is
+    // pointed at the public-good root of tests/data, which the pod would find there.
+    const publicRoot = path.join(here, "../../data/sigstore-conformance/public-good-trusted-root.json");
+    fs.writeFileSync(f, r.one("ConfigMap", "r-myriarch-collector").data["updater.yaml"]
+      .replace("/etc/myriarch/trust/trusted_root.json", publicRoot));
     const res = spawnSync(bin, ["validate", "--config", f, "--mode", "container"], { encoding: "utf8" });
     if (!check(res.status === 0, `[${name}] myriarch-updater validate --mode container exited ${res.status}: ${res.stderr}`))
       continue;

@@ -6,7 +6,8 @@
 #   no signer   the npm signer cannot be installed (an empty copy of tests/interop, npm offline
 #               with an empty cache): the demo exits 1 naming the signer, before any pod starts
 #   signed      the full demo: 0.118.0 installed with its signature verified, 0.118.2 (altered
-#               after signing) refused at verifying, 0.118.1 rolled back, then status and /metrics
+#               after signing) refused before its download, 0.118.1 rolled back, then status and
+#               /metrics
 #
 # Needs tests/interop/node_modules (scripts/test.sh installs it) for the signed case: without it
 # the case is skipped (a failure under MYR_TEST_STRICT=1), as the other node-based tests are.
@@ -64,7 +65,7 @@ expect_no_line "signed" "$log" "requireSignature: false"
 expect_line "signed" "$log" 'msg="update: signature verified" version=0.118.0 subject=https://github.com/example/release/.github/workflows/release.yml@refs/tags/v1.0.0 issuer=https://token.actions.githubusercontent.com'
 expect_line "signed" "$log" "error_message: signature: artifact: sha256 "
 expect_line "signed" "$log" " != bundle messageDigest"
-expect_line "signed" "$log" "installer states: checking downloading verifying failed idle"
+expect_line "signed" "$log" "installer states: checking failed idle"
 expect_line "signed" "$log" "versions/0.118.2: none on the volume; current -> versions/0.118.0"
 expect_line "signed" "$log" "; rolled back to 0.118.0"
 expect_line "signed" "$log" "installer states: checking downloading verifying staging preflight stopping swapping starting health-checking rolling-back rolled-back idle"

@@ -80,17 +80,10 @@ TEST_CASE("status: each installer state beside PID 1, valid against docs/status.
     if (!have_jsonschema()) MYR_SKIP("python3-jsonschema is missing (scripts/deps.sh)");
     Rig rig;
     const std::string trusted = rig.dir / "trusted_root.json";
-    // A root whose newest entry (a log key) is younger than its CA; status reads only validFor.
+    // A root whose newest entry (a log key) is younger than its CA; status checks it usable as
+    // the updater does and reads its age from validFor.
     write_file(trusted,
-               R"({"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1",
-  "tlogs":[{"baseUrl":"https://rekor.example","hashAlgorithm":"SHA2_256",
-    "publicKey":{"rawBytes":"AAAA","keyDetails":"PKIX_ECDSA_P256_SHA_256",
-                 "validFor":{"start":"2026-11-01T00:00:00Z"}},
-    "logId":{"keyId":"AAAA"}}],
-  "certificateAuthorities":[{"subject":{"organization":"example","commonName":"example"},
-    "uri":"https://fulcio.example","certChain":{"certificates":[{"rawBytes":"AAAA"}]},
-    "validFor":{"start":"2026-10-01T00:00:00.000Z","end":"2036-10-01T00:00:00Z"}}],
-  "ctlogs":[],"timestampAuthorities":[]})");
+               read_file(data_dir() + "/sigstore-conformance/public-good-trusted-root.json"));
     const auto tweak = [&](UpdaterConfig& c) {
         c.trial_period = "10m";
         c.quarantine_for = "1h";

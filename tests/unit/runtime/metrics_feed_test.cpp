@@ -78,14 +78,3 @@ TEST_CASE("metrics feed: what recovery found at the start") {
         CHECK(!update::swapped_in(p));
     }
 }
-
-TEST_CASE("metrics feed: the trusted root's newest validity start, none when unreadable") {
-    CHECK(!trusted_root_since("/nonexistent/trusted_root.json"));
-    const std::string root =
-        myr::test::data_dir() + "/sigstore-conformance/public-good-trusted-root.json";
-    // Its CAs, Rekor and CT log keys start between 2021 and 2025; the newest is a Rekor key's
-    // (2025-09-23T00:00:00Z), which this build loads although it cannot use it.
-    auto since = trusted_root_since(root);
-    REQUIRE(since);
-    CHECK(*since == 1758585600.0);
-}

@@ -438,7 +438,7 @@ TEST_CASE("installer: checking — an active version that is broken is installed
     CHECK(rig.top().code == Code::installed);
 }
 
-TEST_CASE("installer: verifying — digest and signature rules") {
+TEST_CASE("installer: the signature is verified before the download, the digest after it") {
     SUBCASE("content hash mismatch") {
         Rig rig;
         rig.fetcher.sha_override = std::string(64, 'c');
@@ -450,7 +450,7 @@ TEST_CASE("installer: verifying — digest and signature rules") {
         // A failure after the download is an attempt: the same offer is not tried again.
         CHECK(rig.recorded().outcome == Outcome::failed);
     }
-    SUBCASE("signature required but absent") {
+    SUBCASE("signature required but absent: refused before anything is fetched") {
         Settings s = settings();
         s.require_signature = true;
         Rig rig(s);
@@ -459,23 +459,41 @@ TEST_CASE("installer: verifying — digest and signature rules") {
         CHECK(rig.top().error ==
               "signature required (update.requireSignature) but the offer has none");
         CHECK_FALSE(rig.traced("verify:"));
+        CHECK_FALSE(rig.traced("fetch:"));
+        CHECK_FALSE(rig.traced("journal:"));
+        CHECK(rig.recorded().outcome == Outcome::failed);
+        CHECK_FALSE(rig.recorded().transient);
     }
-    SUBCASE("signature required and good") {
+    SUBCASE("signature required and good: verified against the offered hash, then fetched") {
         Settings s = settings();
         s.require_signature = true;
         Rig rig(s);
         rig.inst->offer(offer_of("0.117.0", 'p', "{good bundle}"));
         rig.settle();
-        CHECK(rig.traced("verify:{good bundle}"));
+        auto at = [&](const std::string& prefix) {
+            for (size_t i = 0; i < rig.trace.size(); ++i) {
+                if (rig.trace[i].rfind(prefix, 0) == 0) return i;
+            }
+            return rig.trace.size();
+        };
+        REQUIRE(rig.traced("verify:{good bundle}"));
+        CHECK(at("inspect") < at("verify:"));
+        CHECK(at("verify:") < at("journal:downloading"));
+        CHECK(at("journal:downloading") < at("fetch:"));
         CHECK(rig.top().code == Code::installed);
     }
-    SUBCASE("present but invalid fails even when not required") {
+    SUBCASE("present but invalid fails even when not required, and nothing is fetched") {
         Rig rig;
         rig.inst->offer(offer_of("0.117.0", 'p', "{tampered}"));
         rig.settle();
         CHECK(rig.top().code == Code::install_failed);
         CHECK(rig.top().error == "signature: identity: wrong subject");
-        CHECK_FALSE(rig.traced("stage:"));
+        CHECK_FALSE(rig.traced("fetch:"));
+        CHECK_FALSE(rig.traced("journal:"));
+        // Deterministic, an attempt: quarantined like a refusal after the download was.
+        CHECK(rig.recorded().outcome == Outcome::failed);
+        CHECK_FALSE(rig.recorded().transient);
+        CHECK(rig.trace.back() == "finish:clear:attempt=failed:packages");
     }
 }
 
@@ -693,9 +711,9 @@ TEST_CASE("installer: shutdown outside the critical section drops the install, v
                     State::preflight}) {
         CAPTURE(to_string(s));
         Rig rig;
-        rig.volume.answers.hold = s == State::checking;
+        // Verifying answers at once (the digest): held at its journal write.
+        rig.volume.answers.hold = s == State::checking || s == State::verifying;
         rig.fetcher.answers.hold = s == State::downloading;
-        rig.verifier.answers.hold = s == State::verifying;
         rig.stager.answers.hold = s == State::staging;
         rig.preflight.answers.hold = s == State::preflight;
         rig.inst->offer(offer_of("0.117.0", 'p', "{good bundle}"));
