@@ -136,9 +136,14 @@ Result<std::unique_ptr<Certificate>> parse_chain(const Bundle& b) {
 // skipped), and each must lie within the leaf's validity (no leaf: a managed key, valid always).
 Status verify_timestamps(const TrustedRoot& root, const Bundle& b, const Certificate* leaf,
                          std::vector<TimeSource>& out) {
+    // The token's imprint is over the signature it stamps: a DSSE envelope's own (check_shape
+    // made sure there is exactly one), else the message signature.
+    const Bytes& signed_bytes = b.content == Content::dsse_envelope
+                                    ? b.envelope.signatures.front()
+                                    : b.signature;
     for (size_t i = 0; i < b.rfc3161_timestamps.size(); ++i) {
         const std::string which = "rfc3161Timestamps[" + std::to_string(i) + "]: ";
-        auto ts = verify_rfc3161(b.rfc3161_timestamps[i], b.signature, root.timestamp_authorities);
+        auto ts = verify_rfc3161(b.rfc3161_timestamps[i], signed_bytes, root.timestamp_authorities);
         if (!ts) return step("timestamp", which + ts.error().message());
         if (leaf && (ts->time < leaf->not_before() || ts->time > leaf->not_after())) {
             return step("timestamp", which + "genTime " + std::to_string(ts->time) +
