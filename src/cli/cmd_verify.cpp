@@ -146,7 +146,8 @@ void print_checks(const verify::Verified& v, const verify::Identity& id) {
     WallTime at{std::chrono::seconds(v.integrated_time)};
     std::string from, all;
     for (const verify::TimeSource& t : v.time_sources) {
-        if (t.time == v.integrated_time && (from.empty() || t.kind == verify::TimeSource::Kind::set)) {
+        if (t.time == v.integrated_time &&
+            (from.empty() || t.kind == verify::TimeSource::Kind::set)) {
             from = t.kind_name() + " of " + t.authority;
         }
         all += (all.empty() ? "" : ", ") + t.kind_name() + " " + t.authority + " " +

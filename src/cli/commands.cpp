@@ -52,7 +52,8 @@ const std::vector<Command>& commands() {
          cmd_validate},
         {"verify", "verify an artifact against a Sigstore bundle, offline",
          "Usage: myriarch-updater verify (--artifact FILE | --digest sha256:HEX) --bundle FILE\n"
-         "         --trusted-root FILE ((--subject S | --subject-regexp R) --issuer I | --key PEM)\n"
+         "         --trusted-root FILE ((--subject S | --subject-regexp R) --issuer I | --key "
+         "PEM)\n"
          "         [--source-repository-ref T] [--build-config-uri T] [--source-repository-uri T]\n"
          "         [--certificate-github-workflow-{name,ref,repository,trigger,sha} T]\n"
          "         [--version V] [--min-timestamps N]\n"

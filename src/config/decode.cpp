@@ -35,6 +35,8 @@ class Schema {
   private:
     // network: (proxy:), tables of their own to keep root() short.
     std::function<std::vector<Entry>()> network_entries();
+    std::function<std::vector<Entry>()> signer_entries();
+    std::function<std::vector<Entry>()> signature_entries();
     // Walks a mapping against its table: unknown and duplicate keys are problems.
     void mapping(const Node& map, const std::string& path, const std::vector<Entry>& entries);
     // A section value: a mapping (walked), or empty (`log:` alone, all defaults).
@@ -459,6 +461,35 @@ std::function<std::vector<Entry>()> Schema::network_entries() {
     return network;
 }
 
+std::function<std::vector<Entry>()> Schema::signer_entries() {
+    auto signer = [this] {
+        SignerIdentity& si = cfg_.update.signer_identity;
+        return std::vector<Entry>{
+            {"subject", text(si.subject)},
+            {"subjectRegexp", text(si.subject_regexp)},
+            {"issuer", text(si.issuer)},
+            {"sourceRepositoryRef", text(si.source_repository_ref)},
+            {"buildConfigUri", text(si.build_config_uri)},
+            {"sourceRepositoryUri", text(si.source_repository_uri)},
+            {"githubWorkflowName", text(si.github_workflow_name)},
+            {"githubWorkflowRef", text(si.github_workflow_ref)},
+            {"githubWorkflowRepository", text(si.github_workflow_repository)},
+        };
+    };
+    return signer;
+}
+
+std::function<std::vector<Entry>()> Schema::signature_entries() {
+    auto signature = [this] {
+        Signature& sg = cfg_.update.signature;
+        return std::vector<Entry>{
+            {"minTimestamps", integer([&sg](int64_t n) { sg.min_timestamps = static_cast<int>(n); },
+                                      1, config::kMaxMinTimestamps)},
+        };
+    };
+    return signature;
+}
+
 void Schema::root(const Node& root) {
     Server& sv = cfg_.server;
     Update& up = cfg_.update;
@@ -478,27 +509,8 @@ void Schema::root(const Node& root) {
             {"heartbeatInterval", duration(sv.heartbeat_interval, true)},
         };
     };
-    auto signer = [this, &up] {
-        SignerIdentity& si = up.signer_identity;
-        return std::vector<Entry>{
-            {"subject", text(si.subject)},
-            {"subjectRegexp", text(si.subject_regexp)},
-            {"issuer", text(si.issuer)},
-            {"sourceRepositoryRef", text(si.source_repository_ref)},
-            {"buildConfigUri", text(si.build_config_uri)},
-            {"sourceRepositoryUri", text(si.source_repository_uri)},
-            {"githubWorkflowName", text(si.github_workflow_name)},
-            {"githubWorkflowRef", text(si.github_workflow_ref)},
-            {"githubWorkflowRepository", text(si.github_workflow_repository)},
-        };
-    };
-    auto signature = [this, &up] {
-        return std::vector<Entry>{
-            {"minTimestamps",
-             integer([&up](int64_t n) { up.signature.min_timestamps = static_cast<int>(n); }, 1,
-                     config::kMaxMinTimestamps)},
-        };
-    };
+    auto signer = signer_entries();
+    auto signature = signature_entries();
     auto update = [this, &up, signer, signature] {
         return std::vector<Entry>{
             {"requireSignature", boolean(up.require_signature)},

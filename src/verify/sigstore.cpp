@@ -138,9 +138,8 @@ Status verify_timestamps(const TrustedRoot& root, const Bundle& b, const Certifi
                          std::vector<TimeSource>& out) {
     // The token's imprint is over the signature it stamps: a DSSE envelope's own (check_shape
     // made sure there is exactly one), else the message signature.
-    const Bytes& signed_bytes = b.content == Content::dsse_envelope
-                                    ? b.envelope.signatures.front()
-                                    : b.signature;
+    const Bytes& signed_bytes =
+        b.content == Content::dsse_envelope ? b.envelope.signatures.front() : b.signature;
     for (size_t i = 0; i < b.rfc3161_timestamps.size(); ++i) {
         const std::string which = "rfc3161Timestamps[" + std::to_string(i) + "]: ";
         auto ts = verify_rfc3161(b.rfc3161_timestamps[i], signed_bytes, root.timestamp_authorities);

@@ -49,10 +49,9 @@ std::string UpdaterConfig::yaml() const {
     };
     auto number = [](const std::optional<int>& n) { return n ? std::to_string(*n) : ""; };
     return "server:\n" + field("endpoint", endpoint) + field("caFile", ca_file) +
-            field("enrollmentTokenFile", enrollment_token_file) +
-            field("allowInsecureTransport", boolean(allow_insecure_transport)) + network() +
-            "update:\n" +
-           field("requireSignature", require_signature ? "true" : "false") +
+           field("enrollmentTokenFile", enrollment_token_file) +
+           field("allowInsecureTransport", boolean(allow_insecure_transport)) + network() +
+           "update:\n" + field("requireSignature", require_signature ? "true" : "false") +
            field("trustedRootFile", trusted_root_file) + signer +
            field("signature",
                  min_timestamps ? "{minTimestamps: " + number(min_timestamps) + "}" : "") +

@@ -25,7 +25,7 @@ struct UpdaterConfig {
     std::string signer_subject, signer_issuer;  // update.signerIdentity
     // update.signerIdentity's certificate fields: {"sourceRepositoryRef", "refs/tags/v{version}"}
     std::vector<std::pair<std::string, std::string>> signer_fields;
-    std::optional<int> min_timestamps;          // update.signature.minTimestamps
+    std::optional<int> min_timestamps;  // update.signature.minTimestamps
     std::vector<std::string> allowed_download_prefixes;
     std::string minimum_version;
     std::optional<bool> allow_downgrade;

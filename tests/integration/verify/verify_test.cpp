@@ -126,7 +126,8 @@ TEST_CASE("verify: a SET and an RFC 3161 timestamp are both verified and named a
     RunResult r = verify(both.artifact, both.bundle, both.root, both.subject, both.issuer, "2");
     CHECK_MESSAGE(r.exit_code == 0, r.out << r.err);
     CHECK_MESSAGE(
-        r.out.find("\n  time sources: RFC 3161 https://tsa.mock.test ") != std::string::npos, r.out);
+        r.out.find("\n  time sources: RFC 3161 https://tsa.mock.test ") != std::string::npos,
+        r.out);
     CHECK_MESSAGE(r.out.find(", SET https://rekor.mock.test ") != std::string::npos, r.out);
     // Refused under a higher minTimestamps, the policy named with what was verified.
     auto refused = [](const GeneratedCase& c, const char* min, const std::string& why) {
