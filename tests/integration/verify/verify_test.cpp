@@ -572,6 +572,66 @@ TEST_CASE(
     CHECK_MESSAGE(legacy.exit_code == 0, legacy.out << legacy.err);
 }
 
+// A real npm provenance attestation (tests/data/npm-provenance): DSSE, keyless, its in-toto
+// subject naming the tarball by SHA-512 only, verified offline against the public-good root.
+TEST_CASE("verify: npm's published provenance of a package verifies by its SHA-512 subject") {
+    const std::string dir = data_dir() + "/npm-provenance";
+    const std::string tgz = dir + "/playwright-cli-0.1.1.tgz";
+    const std::string bundle = dir + "/playwright-cli-0.1.1.provenance.sigstore.json";
+    const std::string root = data_dir() + "/sigstore-conformance/public-good-trusted-root.json";
+    const std::string san =
+        "https://github.com/microsoft/playwright-cli/.github/workflows/publish.yml@refs/tags/"
+        "v0.1.1";
+    auto check = [&](const std::string& artifact, std::vector<std::string> extra) {
+        std::vector<std::string> argv{updater_bin(),
+                                      "verify",
+                                      "--bundle",
+                                      bundle,
+                                      "--trusted-root",
+                                      root,
+                                      "--certificate-identity",
+                                      san,
+                                      "--certificate-oidc-issuer",
+                                      "https://token.actions.githubusercontent.com"};
+        if (!artifact.empty()) {
+            argv.push_back("--artifact");
+            argv.push_back(artifact);
+        }
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        return run(argv, 60s);
+    };
+    RunResult ok =
+        check(tgz, {"--source-repository-ref", "refs/tags/v{version}", "--version", "0.1.1"});
+    INFO(ok.out << ok.err);
+    CHECK(ok.exit_code == 0);
+    CHECK(starts_with(ok.out, "verified: " + san + " "));
+    CHECK(ok.out.find("\n  log: https://rekor.sigstore.dev index 953297574") != std::string::npos);
+    CHECK(ok.out.find("\n  identity: sourceRepositoryRef \"refs/tags/v0.1.1\"") !=
+          std::string::npos);
+    // The statement binds these bytes only: one byte changed is another artifact.
+    TempDir tmp;
+    std::string bytes = read_file(tgz);
+    bytes[bytes.size() / 2] ^= 0x01;
+    write_file(tmp / "changed.tgz", bytes);
+    RunResult changed = check(tmp / "changed.tgz", {});
+    CHECK_MESSAGE(changed.exit_code == 1, changed.out << changed.err);
+    CHECK_MESSAGE(starts_with(changed.out,
+                              "not verified: artifact: no subject of the in-toto "
+                              "statement has sha256 "),
+                  changed.out);
+    // Another release tag of the same workflow is refused naming the field.
+    RunResult tag =
+        check(tgz, {"--source-repository-ref", "refs/tags/v{version}", "--version", "0.1.2"});
+    CHECK_MESSAGE(tag.exit_code == 1, tag.out << tag.err);
+    CHECK_MESSAGE(tag.out.find("identity: sourceRepositoryRef") != std::string::npos, tag.out);
+    // By --digest only the SHA-256 is known, which npm's statements do not name.
+    RunResult by_digest = check(
+        "",
+        {"--digest", "sha256:8dc10eca24accbe5cab280d8949c771888aedaf8aca6a3748f218be98df240df"});
+    CHECK_MESSAGE(by_digest.exit_code == 1, by_digest.out << by_digest.err);
+    CHECK_MESSAGE(starts_with(by_digest.out, "not verified: artifact: "), by_digest.out);
+}
+
 TEST_CASE("verify: the upstream bundle is refused for another tag, distribution, digest or root") {
     Upstream up;
     auto refused = [](const RunResult& r, const std::string& first_line) {
