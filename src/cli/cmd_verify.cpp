@@ -140,7 +140,7 @@ Result<verify::Bytes> managed_key(const std::string& path, bool& refused) {
 }
 
 // One line per check that passed, so an operator sees what "verified" covered.
-void print_checks(const verify::Verified& v, const verify::Identity& id) {
+void print_checks(const verify::Verified& v, const verify::Identity& id, bool envelope) {
     // The signing time, from the source that gave it (a SET's over a timestamp's), then every
     // verified source: "SET <log> <time>", "RFC 3161 <authority> <time>".
     WallTime at{std::chrono::seconds(v.integrated_time)};
@@ -162,7 +162,9 @@ void print_checks(const verify::Verified& v, const verify::Identity& id) {
         return;
     }
     std::printf("  certificate chain: a trusted Fulcio CA at that time, with an embedded SCT\n");
-    std::printf("  signature: the leaf key over the artifact digest\n");
+    std::printf("  signature: the leaf key over %s\n",
+                envelope ? "the DSSE envelope (PAE), its in-toto subject naming the artifact"
+                         : "the artifact digest");
     std::printf("  identity: subject %s (%s)\n", v.subject.c_str(),
                 id.subject.empty() ? ("matches " + id.subject_regexp).c_str() : "exact");
     std::printf("  identity: issuer %s\n", v.issuer.c_str());
@@ -251,7 +253,7 @@ int cmd_verify(const std::vector<std::string>& argv) {
         std::printf("verified: %s %s %s\n", result->subject.c_str(), result->issuer.c_str(),
                     hash::to_hex(*digest).c_str());
     }
-    print_checks(*result, *identity);
+    print_checks(*result, *identity, bundle->content == verify::Content::dsse_envelope);
     return 0;
 }
 
