@@ -87,8 +87,13 @@ step "render the chart (standard profile, verification on, enrollment token from
 cat >"$work/pod-values.yaml" <<YAML
 # The pod test's values over tests/integration/packaging/values/container-standard.yaml: the test server on
 # 127.0.0.1, free ports (the pod shares the host's network), no CA ConfigMap (plain ws:// to
-# loopback), and the shortest stop timeout the chart allows with its stopSignal INT (the stand-in
+# loopback), no site proxy (there is none here; integration-net-proxy runs the updater through a
+# real one), and the shortest stop timeout the chart allows with its stopSignal INT (the stand-in
 # stops at once on INT, so no stop waits for it).
+proxy:
+  url: ""
+  noProxy: []
+  existingSecret: ""
 server:
   endpoint: ws://127.0.0.1:$opamp_port/v1/opamp
   caConfigMap: ""
@@ -101,9 +106,12 @@ containerMode:
   heartbeatInterval: 5s
 collectorHealthPort: $col_port
 YAML
+# A usable trusted root (the public-good one): with requireSignature the updater refuses to start
+# without one.
 "$MYR_HELM" template "$release" "$src/packaging/helm/myriarch-collector" \
     -f "$here/values/container-standard.yaml" -f "$work/pod-values.yaml" \
-    --set-file containerMode.trustedRoot.json="$here/fixtures/trusted_root.json" >"$work/rendered.yaml" ||
+    --set-file containerMode.trustedRoot.json="$src/tests/data/sigstore-conformance/public-good-trusted-root.json" \
+    >"$work/rendered.yaml" ||
     { bad "helm template"; exit 1; }
 settings() {  # createClaims
     printf '{"repositories":{"updater":"%s","supervisor":"%s","collector":"%s"},"createClaims":%s}\n' \

@@ -94,6 +94,12 @@ TEST_CASE("real chart: the chart's configs run the real supervisor and collector
          "server.enrollmentToken.secretName=enrollment", "--set-file",
          set("containerMode.trustedRoot.json", sig + "/trusted_root.json"), "--set",
          set("containerMode.signerIdentity.subject", kSignerSubject), "--set",
+         // Our test signer's releases, not the upstream contrib ones whose repository, workflow
+         // and tag the chart pins by default (update_test.cpp binds our own to the version).
+         "containerMode.signerIdentity.sourceRepositoryRef=", "--set",
+         "containerMode.signerIdentity.buildConfigUri=", "--set",
+         "containerMode.signerIdentity.sourceRepositoryUri=", "--set",
+         "containerMode.signerIdentity.githubWorkflowName=", "--set",
          set("containerMode.allowedDownloadPrefixes[0]", artifacts.url("http", "")), "--set",
          "containerMode.healthTimeout=30s", "--set", "containerMode.healthInterval=500ms", "--set",
          set("containerMode.healthPort", std::to_string(p.updater_health_port)), "--set",
