@@ -71,13 +71,15 @@ def count(t, totals):
     m = DOCTEST.findall(out)
     if m:
         _, p, f, s = map(int, m[-1])
-        # A stage may leave out cases by name (--test-case-exclude, the arm64 stage: cases qemu-user
-        # cannot run, listed with the reason in scripts/test.sh and docs/testing.md). doctest counts
-        # them as skipped; they are not skips of a missing prerequisite but not part of the stage,
-        # so they are named apart and counted nowhere.
-        if s and any(str(a).startswith(("--test-case-exclude=", "-tce="))
-                     for a in (t.get("command") or [])):
-            totals.deselected.append(f"{name}: {s} case(s) left out by the stage (--test-case-exclude)")
+        # A stage or a test's definition may choose cases by name (--test-case-exclude: the arm64
+        # stage's cases qemu-user cannot run, listed with the reason in scripts/test.sh and
+        # docs/testing.md; --test-case: one executable's slow case run as a test of suite `slow`).
+        # doctest counts the others as skipped; they are not skips of a missing prerequisite but
+        # not part of this test, so they are named apart and counted nowhere.
+        chosen = [str(a) for a in (t.get("command") or [])
+                  if str(a).startswith(("--test-case-exclude=", "-tce=", "--test-case=", "-tc="))]
+        if s and chosen:
+            totals.deselected.append(f"{name}: {s} case(s) left out by {chosen[0].split('=')[0]}")
             s = 0
         # A skipped case returned early and doctest counted it as passed (or failed, in strict mode,
         # where the marker is followed by a FAIL: then it stays a failure).

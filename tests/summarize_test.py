@@ -59,6 +59,12 @@ with tempfile.TemporaryDirectory() as tmp:
     expect("cases a stage leaves out by name are neither skips nor passes, also in strict mode",
            (rc, line), (0, "4 passed, 0 failed, 0 skipped"))
     expect("the left-out cases are named", "NOT RUN: integration-x: 2 case(s)" in out, True)
+    chosen = dict(filtered, command=["integration_x_test", "-tc=*resumes after*"])
+    rc, line, out = summarize(tmp, [chosen], strict=True)
+    expect("cases a test's own -tc= filter leaves out are neither skips nor passes",
+           (rc, line), (0, "4 passed, 0 failed, 0 skipped"))
+    expect("they are named with the filter", "NOT RUN: integration-x: 2 case(s) left out by -tc" in out,
+           True)
     unfiltered = dict(filtered, command=["integration_x_test"])
     rc, line, _ = summarize(tmp, [unfiltered], strict=True)
     expect("doctest's own skips still count without an exclusion", (rc, line[-9:]), (1, "2 skipped"))
