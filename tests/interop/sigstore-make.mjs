@@ -79,6 +79,14 @@ async function makeServices(rekorClock, tsaClock) {
   const ca = await mock.initializeCA(caKeys, ctlog);
   const tlog = await mock.initializeTLog(REKOR_URL, rekorKeys, rekorClock);
   const tsa = await mock.initializeTSA(keyPair(), tsaClock);
+  // genTime in whole seconds: the mock's encoder trims the milliseconds' trailing zeros (".12Z"),
+  // which the reference verifier's GeneralizedTime pattern (none or exactly three digits) refuses,
+  // so one run in ten disagreed. A whole second is never before the leaf's notBefore, which X.509
+  // also keeps in whole seconds.
+  tsa.getCurrentTime = () => {
+    const t = tsaClock ? tsaClock.getTime() : Date.now();
+    return new Date(Math.floor(t / 1000) * 1000);
+  };
   const v2Keys = crypto.generateKeyPairSync('ed25519');
   return { ca, ctlog, ctKeys, rekorKeys, tlog, tsa, v2Keys };
 }
