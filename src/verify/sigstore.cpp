@@ -274,6 +274,15 @@ Status check_signature(const Signer& signer, const Bundle& b, const Digest& arti
     return {};
 }
 
+// 1. Every time source the bundle offers (timestamps, then the log entry and its proof), and the
+// policy on how many verified: the same for a certificate and a managed key (no leaf).
+Status verify_times(const TrustedRoot& root, const Bundle& b, const Certificate* leaf,
+                    const Options& options, std::vector<TimeSource>& times) {
+    if (auto ok = verify_timestamps(root, b, leaf, times); !ok) return ok;
+    if (auto ok = verify_tlog_entry(root, b, b.tlog_entries.front(), times); !ok) return ok;
+    return check_time_policy(times, options);
+}
+
 // The verified signing time: the SET's integratedTime when there is one, else the first
 // timestamp's genTime.
 int64_t signing_time(const std::vector<TimeSource>& times) {
@@ -298,9 +307,7 @@ Result<Verified> verify_with_key(const TrustedRoot& root, const Bundle& b,
                                  const Options& options) {
     const TlogEntry& entry = b.tlog_entries.front();
     Verified v;
-    if (auto ok = verify_timestamps(root, b, nullptr, v.time_sources); !ok) return ok.fail();
-    if (auto ok = verify_tlog_entry(root, b, entry, v.time_sources); !ok) return ok.fail();
-    if (auto ok = check_time_policy(v.time_sources, options); !ok) return ok.fail();
+    if (auto ok = verify_times(root, b, nullptr, options, v.time_sources); !ok) return ok.fail();
     const Signer signer{Signer::Kind::key, identity.public_key};
     if (auto ok = check_artifact(b, entry, artifact, signer); !ok) return ok.fail();
     if (auto ok = check_signature(signer, b, artifact.sha256); !ok) return ok.fail();
@@ -373,9 +380,9 @@ Result<Verified> verify_bundle(const TrustedRoot& root, const Bundle& b,
     auto leaf = parse_chain(b);
     if (!leaf) return leaf.fail();
     Verified v;
-    if (auto ok = verify_timestamps(root, b, leaf->get(), v.time_sources); !ok) return ok.fail();
-    if (auto ok = verify_tlog_entry(root, b, entry, v.time_sources); !ok) return ok.fail();
-    if (auto ok = check_time_policy(v.time_sources, options); !ok) return ok.fail();
+    if (auto ok = verify_times(root, b, leaf->get(), options, v.time_sources); !ok) {
+        return ok.fail();
+    }
     // 2. The chain must hold at every verified time; the first names the issuing CA.
     const CertificateAuthority* ca = nullptr;
     for (const TimeSource& t : v.time_sources) {
