@@ -13,9 +13,11 @@ namespace myr::test {
 namespace {
 
 // Mounts the tmpfs and the overlay in the mount namespace nspawn then runs in, copies the seed,
-// and becomes nspawn. $1 the tmpfs mount point, $2 the lower layer, $3 the seed ("" = none).
+// and becomes nspawn. $1 the tmpfs mount point, $2 the lower layer, $3 the seed ("" = none); the
+// rest are directories bound into the machine at the same path.
 constexpr const char* boot_script = R"(set -e
 t=$1 lower=$2 seed=$3
+shift 3
 mount -t tmpfs -o mode=0755 myr-host-upper "$t"
 mkdir "$t/upper" "$t/work" "$t/root"
 mount -t overlay myr-host-root -o "lowerdir=$lower,upperdir=$t/upper,workdir=$t/work" "$t/root"
@@ -23,7 +25,9 @@ mount -t overlay myr-host-root -o "lowerdir=$lower,upperdir=$t/upper,workdir=$t/
 if [ -n "$seed" ]; then
     for f in "$seed"/* "$seed"/.[!.]*; do if [ -e "$f" ]; then cp -a "$f" "$t/root/"; fi; done
 fi
-exec systemd-nspawn --register=no --keep-unit --quiet --boot --directory="$t/root"
+binds=
+for b in "$@"; do mkdir -p "$t/root$b"; binds="$binds --bind=$b"; done
+exec systemd-nspawn --register=no --keep-unit --quiet --boot --directory="$t/root" $binds
 )";
 
 std::string trimmed(std::string s) {
@@ -57,8 +61,11 @@ std::string host_rootfs() {
 
 BootedSystemd::BootedSystemd(const std::string& rootfs, const BootOptions& opts) {
     const auto t0 = std::chrono::steady_clock::now();
-    nspawn_.emplace(Process::spawn({"unshare", "--mount", "--propagation", "private", "sh", "-c",
-                                    boot_script, "myr-boot", dir_.path(), rootfs, opts.seed_dir}));
+    std::vector<std::string> argv{"unshare",   "--mount", "--propagation", "private",
+                                  "sh",        "-c",      boot_script,     "myr-boot",
+                                  dir_.path(), rootfs,    opts.seed_dir};
+    argv.insert(argv.end(), opts.binds.begin(), opts.binds.end());
+    nspawn_.emplace(Process::spawn(argv));
     if (!find_init(opts.boot_timeout)) return;
     booted_ = wait_for_boot(opts.boot_timeout);
     boot_time_ = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - t0);

@@ -34,6 +34,9 @@ std::string host_rootfs();
 struct BootOptions {
     // Copied over the root before the boot: units, binaries, configuration ("" = nothing).
     std::string seed_dir;
+    // Host directories the machine sees at the same path, read-write (`--bind=`): a test's
+    // volume and state, read by the test's oracle as they are while the machine writes them.
+    std::vector<std::string> binds;
     Millis boot_timeout = std::chrono::seconds(90);
 };
 

@@ -27,8 +27,6 @@ std::string UpdaterConfig::network() const {
 }
 
 std::string UpdaterConfig::yaml() const {
-    std::string command;
-    for (const auto& a : supervisor_command) command += (command.empty() ? "" : ", ") + quote(a);
     std::string listen = health_port ? "127.0.0.1:" + std::to_string(health_port) : "";
     if (!health_listen.empty()) listen = health_listen;
     std::string prefixes;
@@ -73,14 +71,25 @@ std::string UpdaterConfig::yaml() const {
            field("configFile", config_file) + "supervisor:\n" + field("storageDir", storage_dir) +
            (supervisor_health_off ? "  healthUrl: \"\"\n"
                                   : field("healthUrl", supervisor_health_url)) +
-           "container:\n" + "  supervisorCommand: [" + command + "]\n" +
+           (host_service_name.empty() ? container() : host()) +
+           field("healthListen", quote(listen)) + field("metrics", boolean(metrics));
+}
+
+std::string UpdaterConfig::container() const {
+    std::string command;
+    for (const auto& a : supervisor_command) command += (command.empty() ? "" : ", ") + quote(a);
+    return "container:\n  supervisorCommand: [" + command + "]\n" +
            field("seedBinary", seed_binary) + field("seedPolicy", seed_policy) +
            field("stopSignal", stop_signal) + field("stopTimeout", stop_timeout) +
            field("restartDelay", restart_delay) +
            field("maxRestarts", max_restarts ? std::to_string(*max_restarts) : "") +
            field("restartWindow", restart_window) +
-           "  terminationMessagePath: " + quote(termination_message_path) + "\n" +
-           field("healthListen", quote(listen)) + field("metrics", boolean(metrics));
+           "  terminationMessagePath: " + quote(termination_message_path) + "\n";
+}
+
+std::string UpdaterConfig::host() const {
+    return "host:\n" + field("serviceName", host_service_name) +
+           field("pollInterval", host_poll_interval) + field("seedBinary", seed_binary);
 }
 
 std::string UpdaterConfig::write(const std::string& path) const {

@@ -67,12 +67,18 @@ struct UpdaterConfig {
     // container.terminationMessagePath. "" writes "" (off): a test machine that is itself a
     // Kubernetes pod has a /dev/termination-log of its own, which no test may overwrite.
     std::string termination_message_path;
+    // host: written instead of container: when host_service_name is set (docs/host-mode.md);
+    // seed_binary, health_port, health_listen and metrics go there too.
+    std::string host_service_name;
+    std::string host_poll_interval;
     int health_port = 0;        // container.healthListen on 127.0.0.1; 0 writes "" (probes off)
     std::string health_listen;  // container.healthListen as given ("[::1]:13135"), over health_port
     std::optional<bool> metrics;  // container.metrics (unset: the default, on)
 
     std::string yaml() const;
-    std::string network() const;  // the network: section, "" when nothing of it is set
+    std::string network() const;    // the network: section, "" when nothing of it is set
+    std::string container() const;  // the container: section, up to healthListen
+    std::string host() const;       // the host: section, up to healthListen
     // Writes yaml() to `path`; returns `path`.
     std::string write(const std::string& path) const;
 };

@@ -260,6 +260,10 @@ class Rig : public wired::Rig {
             REQUIRE(u.stop() == 0);
         }
         REQUIRE_MESSAGE(violations("0.116.0").empty(), joined(violations("0.116.0")));
+        save_pristine();
+    }
+    // A copy of the volume and state as they are now, for restore_pristine().
+    void save_pristine() const {
         const std::string at = dir / "pristine";
         REQUIRE(run({"mkdir", "-p", at}).exit_code == 0);
         REQUIRE(run({"cp", "-a", install, state, at}).exit_code == 0);
