@@ -137,7 +137,9 @@ class UnitLauncher : public Launcher {
         // (systemd 252 does not keep ExecMainStatus once the unit is inactive).
         const std::string result = property(updater_unit, "Result");
         std::string e;
-        if (result != "success") e = "the updater's stop ended in Result=" + result + "; ";
+        if (result != "success") {
+            e = "the updater's stop ended in Result=" + result + "; " + journal() + "; ";
+        }
         // Its exit leaves the supervisor's unit running (docs/host-mode.md).
         if (std::string s = property(supervisor_unit, "ActiveState"); s != "active") {
             e += "the updater's stop left the supervisor's unit " + s + "; ";
@@ -172,9 +174,8 @@ class UnitLauncher : public Launcher {
         RunResult r = m_.run(argv, 90s);
         std::string cmd;
         for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-        REQUIRE_MESSAGE(r.exit_code == 0, cmd << ": exit " << r.exit_code << ": " << r.err
-                                              << "\nupdater log:\n"
-                                              << log());
+        REQUIRE_MESSAGE(r.exit_code == 0, cmd << ": exit " << r.exit_code << ": " << r.err << "\n"
+                                              << journal());
     }
     std::string property(const std::string& unit, const std::string& name) {
         return trimmed(m_.run({"systemctl", "show", "-p", name, "--value", unit}).out);
@@ -183,6 +184,12 @@ class UnitLauncher : public Launcher {
         return trimmed(m_.run({"systemctl", "show", "-p",
                                "ActiveState,SubState,Result,ExecMainStatus,NRestarts", unit})
                            .out);
+    }
+    // What systemd says of the updater's unit, with its log: for failure messages.
+    std::string journal() {
+        return status(updater_unit) + "\njournal:\n" +
+               m_.run({"journalctl", "--no-pager", "-n", "30", "-u", updater_unit}).out +
+               "updater log:\n" + log();
     }
     bool has(const std::string& needle) const { return log().find(needle) != std::string::npos; }
     void await_connected(size_t mark) const {

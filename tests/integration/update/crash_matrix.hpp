@@ -178,6 +178,7 @@ inline std::vector<std::string> crash_each(Rig& rig, Launcher& launcher, const O
     int crashed = 0;
     for (size_t i = 0; i < passes.size(); ++i) {
         const std::string l = label(passes[i]);
+        INFO("crash at " << l);
         launcher.reset();
         launcher.start({{"MYRIARCH_FAULT", crash_at(passes[i])}});
         rig.offer(offer);
