@@ -120,7 +120,9 @@ Duration sat_add(Duration a, Duration b) {
 }  // namespace
 
 Duration recommended_grace_period(const Config& cfg) {
-    Duration stop = cfg.container ? cfg.container->stop_timeout : Container{}.stop_timeout;
+    Duration stop = cfg.container ? cfg.container->stop_timeout
+                    : cfg.host    ? kHostUnitJobTimeout
+                                  : Container{}.stop_timeout;
     Duration health = cfg.update.health_timeout;
     Duration total = sat_add(stop, stop);
     total = sat_add(total, health);
@@ -226,6 +228,10 @@ std::string render_effective(const Config& cfg) {
         o += "\nhost:\n";
         line(i1, "serviceName", quote(cfg.host->service_name));
         line(i1, "pollInterval", format_duration(cfg.host->poll_interval));
+        line(i1, "seedBinary", quote(cfg.host->seed_binary));
+        line(i1, "healthListen",
+             quote(cfg.host->health_listen ? cfg.host->health_listen->str() : ""));
+        line(i1, "metrics", bool_text(cfg.host->metrics));
     }
 
     o += "\nlog:\n";
