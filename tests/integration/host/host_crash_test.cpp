@@ -129,7 +129,8 @@ class UnitLauncher : public Launcher {
         if (!rig_.ready(40s) ||
             !wait_until([&] { return rig_.mark() > restart_mark && rig_.connected(); }, 20s,
                         20ms)) {
-            return "the restarted updater was never ready and connected; log:\n" + log();
+            return "the restarted updater was never ready and connected; the supervisor's unit: " +
+                   status(supervisor_unit) + "; log:\n" + log();
         }
         return "";
     }

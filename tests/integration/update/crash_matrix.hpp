@@ -194,8 +194,8 @@ inline std::vector<std::string> crash_each(Rig& rig, Launcher& launcher, const O
         for (const auto& v : launcher.extra_violations()) violations.push_back(l + ": " + v);
         if (std::string e = launcher.stop(); !e.empty()) violations.push_back(l + ": " + e);
     }
-    MESSAGE("crashed at " << crashed << " of " << passes.size()
-                          << " points; violations: " << violations.size());
+    MESSAGE("crashed and restarted at " << crashed << " of " << passes.size()
+                                        << " points; violations: " << violations.size());
     CHECK(crashed == static_cast<int>(passes.size()));
     return violations;
 }
