@@ -44,16 +44,18 @@ std::string trimmed(std::string s) {
     return s;
 }
 
-// The units, as an operator would write them (packaging/host has the shipped ones), with what
-// the matrix needs: the fault's environment file, the log in the test's directory, and no start
-// limit on either unit (the matrix starts each one far more often than an operator would).
+// The units, as an operator would write them, with what the matrix needs: the fault's
+// environment file, the log in the test's directory, a short RestartSec= and no start limit on
+// either unit (the matrix starts each one far more often than an operator would). KillMode=mixed
+// as the shipped updater unit has it (packaging/host): what the crashed process leaves running
+// (a systemctl of the supervisor's unit) finishes before systemd's restart.
 std::string updater_unit_text(const Rig& rig, const std::string& log) {
     return std::string(
                "[Unit]\nDescription=myriarch-updater (host crash matrix)\n"
                "StartLimitIntervalSec=0\n[Service]\nType=notify\nEnvironmentFile=-") +
            fault_env + "\nExecStart=/bin/sh -c 'rm -f " + fault_env +
            "; exec /usr/local/bin/myriarch-updater run --config " + rig.config() + "'" +
-           "\nRestart=on-failure\nRestartSec=200ms\nTimeoutStartSec=60\n"
+           "\nRestart=on-failure\nRestartSec=200ms\nTimeoutStartSec=60\nKillMode=mixed\n"
            "StandardOutput=append:" +
            log + "\nStandardError=append:" + log + "\n";
 }
