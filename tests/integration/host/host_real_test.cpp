@@ -158,6 +158,7 @@ TEST_CASE_FIXTURE(
     require_up(h);
     const std::string v1 = h.versions[0], v2 = h.versions[1];
     const std::string pid_before = h.property(kUpdaterUnit, "MainPID");
+    const std::string uid = supervisor_uid(h);
 
     h.offer_good();
     // After the swap, inside the health check: polled on the machine's files.
@@ -167,7 +168,11 @@ TEST_CASE_FIXTURE(
         "the install never reached the swap\n"
             << h.logs());
     const std::string journal = read_file(h.at(kJournal));
-    RunResult kill = h.m().run({"systemctl", "kill", "-s", "KILL", kUpdaterUnit});
+    // The main process: systemd then ends the rest of the unit's processes itself. The default,
+    // all of them, fails here ("Failed to send signal SIGKILL to auxiliary processes: No such
+    // device") on the machine's cgroup hierarchy.
+    RunResult kill =
+        h.m().run({"systemctl", "kill", "--kill-whom=main", "-s", "KILL", kUpdaterUnit});
     REQUIRE_MESSAGE(kill.exit_code == 0, kill.err);
     const size_t from = h.server->all().size();
     MESSAGE("killed with the journal: " << journal);
@@ -181,19 +186,23 @@ TEST_CASE_FIXTURE(
                       60s, 100ms),
                   h.logs());
     CHECK(h.property(kUpdaterUnit, "MainPID") != pid_before);
-    // The server gets the truth from the restarted updater: a final status of the install, with
-    // the version `current` names, which runs and which the supervisor reports itself.
+    // The server gets the truth from the restarted updater: the install was interrupted, and
+    // recovery (before the supervisor's unit was started again) put `current` back at `from`.
     auto st = wait_final(*h.server, v2, from, 120s);
     REQUIRE_MESSAGE(st, "no final status for " << v2 << " after the restart\n" << h.logs());
-    MESSAGE("after the restart: " << st->status << " has " << st->has << " " << st->error);
+    MESSAGE("after the restart: " << st->status << " has " << st->has << ": " << st->error);
+    CHECK(st->status == kInstallFailed);
+    CHECK(st->has == v1);
+    CHECK(st->error.find("interrupted while") != std::string::npos);
+    CHECK(st->error.find("recovery: switched current to " + v1) != std::string::npos);
     CHECK_MESSAGE(wait_until([&] { return !exists(h.at(kJournal)); }, 60s, 100ms), h.logs());
-    CHECK(h.current() == "versions/" + st->has);
+    CHECK(h.current() == "versions/" + v1);
     CHECK(exists(h.at(kInstall + "/current/otelcol-contrib")));
     CHECK_MESSAGE(wait_until([&] { return h.collector_healthy(); }, 30s, 100ms), h.logs());
-    CHECK_MESSAGE(
-        wait_until([&] { return supervisor_reported(*h.server, st->has, from); }, 30s, 100ms),
-        h.logs());
-    CHECK(h.collector_runs(st->has));
+    CHECK_MESSAGE(wait_until([&] { return supervisor_reported(*h.server, v1, from); }, 30s, 100ms),
+                  h.logs());
+    CHECK(h.collector_runs(v1));
+    CHECK(supervisor_uid(h) == uid);
     CHECK(h.property(kSupervisorUnit, "ActiveState") == "active");
     MESSAGE("case " << ms_since(t0) << " ms");
 }
@@ -235,7 +244,7 @@ TEST_CASE_FIXTURE(
     CHECK(h.current() == "versions/" + v2);
     auto st = wait_final(*h.server, v2, from, 5s);
     CHECK_MESSAGE(st, "the updater left before it reported the outcome\n" << h.logs());
-    if (st) CHECK(st->status == kInstalled);
+    if (st) CHECK_MESSAGE(st->status == kInstalled, st->error << "\n" << h.logs());
     // Left running: the collector still serves, and the supervisor reports the new version.
     CHECK(wait_until([&] { return h.collector_healthy(); }, 30s, 100ms));
     CHECK(wait_until([&] { return supervisor_reported(*h.server, v2, from); }, 30s, 100ms));
@@ -253,7 +262,12 @@ TEST_CASE_FIXTURE(
     if (!pre.ok()) return;
     HostOptions opts;
     opts.seed_build = "otelcol-broken";  // the volume's version since seeding
-    opts.tweak = [](UpdaterConfig& c) { c.allow_downgrade = true; };  // the fix is older
+    opts.tweak = [](UpdaterConfig& c) {
+        c.allow_downgrade = true;  // the fix is older than the broken build
+        // The supervisor never finished its bootstrap, so its effective.yaml (the preflight's
+        // default config) is no config the fix could validate against: the base config is.
+        c.config_file = kCollectorYaml;
+    };
     HostMachine h(pre, opts);
     REQUIRE_MESSAGE(h.booted(), h.m().boot_state());
     const std::string v2 = h.versions[1];
@@ -266,15 +280,19 @@ TEST_CASE_FIXTURE(
         h.logs());
     const auto gave_up_ms = ms_since(t0);
     CHECK(h.property(kSupervisorUnit, "ActiveState") == "failed");
+    // Unhealthy, the unit's text in the status and as the last error (not the restart before).
     CHECK_MESSAGE(wait_until(
                       [&] {
                           auto health = h.updater_health();
-                          return health && !health->first &&
-                                 health->second.find(gave_up) != std::string::npos;
+                          return health && !health->healthy &&
+                                 health->status.find(gave_up) != std::string::npos;
                       },
                       30s, 100ms),
                   h.logs());
-    if (auto health = h.updater_health()) MESSAGE("OpAMP health: " << health->second);
+    if (auto health = h.updater_health()) {
+        MESSAGE("OpAMP health: status " << health->status << "; last error " << health->last_error);
+        CHECK(health->last_error.find(gave_up) != std::string::npos);
+    }
     CHECK(h.get(h.updater_health_port, "/readyz") == 503);
     // Still running, not restarted by systemd.
     CHECK(h.property(kUpdaterUnit, "ActiveState") == "active");
@@ -291,7 +309,7 @@ TEST_CASE_FIXTURE(
     CHECK(wait_until(
         [&] {
             auto health = h.updater_health();
-            return health && health->first;
+            return health && health->healthy;
         },
         30s, 100ms));
     CHECK(wait_until([&] { return h.get(h.updater_health_port, "/readyz") == 200; }, 20s, 100ms));

@@ -61,6 +61,14 @@ inline Prerequisites prerequisites() {
         report_skip(why);
         return {};
     }
+    // The machine has none of the host's shared libraries (libuv, mbedTLS, …).
+    if (run({"ldd", updater_bin()}).out.find("=>") != std::string::npos) {
+        report_skip(updater_bin() +
+                    " is linked dynamically; the host-mode cases run the static "
+                    "build inside the machine (meson setup -Dstatic=true, scripts/test.sh's static "
+                    "stage)");
+        return {};
+    }
     std::string rootfs = host_rootfs();
     if (rootfs.empty()) return {};
     return {rootfs, real::tools()};
@@ -145,12 +153,19 @@ class HostMachine {
         return http_get("127.0.0.1", port, path, 2s).status;
     }
     bool collector_healthy() const { return get(collector_health_port, "/") == 200; }
-    // The updater's health in its newest report that carries one: healthy, and its last error.
-    std::optional<std::pair<bool, std::string>> updater_health() const {
-        std::optional<std::pair<bool, std::string>> h;
+    // The updater's health (ComponentHealth) in its newest report that carries one.
+    struct Health {
+        bool healthy = false;
+        std::string status, last_error;
+    };
+    std::optional<Health> updater_health() const {
+        std::optional<Health> h;
         for (auto& msg : server->from("myriarch-updater")) {
             json_object* health = opamp::get(opamp::get(msg.get(), "msg"), "health");
-            if (health) h = {opamp::flag(health, "healthy"), opamp::str(health, "lastError")};
+            if (health) {
+                h = Health{opamp::flag(health, "healthy"), opamp::str(health, "status"),
+                           opamp::str(health, "lastError")};
+            }
         }
         return h;
     }
@@ -191,7 +206,8 @@ class HostMachine {
         return "updater (" + property(kUpdaterUnit, "ActiveState") + "):\n" +
                journal(kUpdaterUnit) + "\nsupervisor (" + property(kSupervisorUnit, "ActiveState") +
                "):\n" + journal(kSupervisorUnit) + "\nagent.log:\n" +
-               read_file(at(kStorage + "/agent.log")) + "\nserver:\n" + server->err();
+               read_file(at(kStorage + "/agent.log")) + "\neffective.yaml:\n" +
+               read_file(at(kStorage + "/effective.yaml")) + "\nserver:\n" + server->err();
     }
 
     TempDir dir;  // the host's side: the seed, the servers' records
@@ -250,6 +266,10 @@ class HostMachine {
                "\n"
                "Restart=on-failure\n"
                "RestartSec=1\n"
+               // TERM to the updater alone: with the default (control-group) systemd's TERM
+               // also kills the updater's own `systemctl stop|start` of the supervisor's unit
+               // in the critical section, and the install fails on it (host_real_test.cpp).
+               "KillMode=mixed\n"
                "TimeoutStopSec=150\n";
     }
     std::string supervisor_unit() const {
