@@ -42,7 +42,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
         return 1;
     }
     // The trusted root is the one input of the configuration that is a file the updater cannot
-    // do without: checked here as start-up checks it (runtime/container.cpp).
+    // do without: checked here as start-up checks it (runtime/runtime.cpp).
     if (r.config->update.require_signature) {
         auto root = verify::load_usable_root(r.config->update.trusted_root_file);
         if (!root) {
@@ -54,10 +54,17 @@ int cmd_validate(const std::vector<std::string>& argv) {
     long long ms = config::recommended_grace_period(*r.config).count();
     long long secs = ms / 1000 + (ms % 1000 != 0 ? 1 : 0);
     std::fputs(config::render_effective(*r.config).c_str(), stdout);
-    std::printf(
-        "\n# recommended pod terminationGracePeriodSeconds: %lld"
-        "  (2 x stopTimeout + 2 x healthTimeout + 60s)\n",
-        secs);
+    if (mode == config::Mode::run) {
+        std::printf(
+            "\n# recommended TimeoutStopSec= of the updater's unit: %llds"
+            "  (2 x 90s systemctl bound + 2 x healthTimeout + 60s)\n",
+            secs);
+    } else {
+        std::printf(
+            "\n# recommended pod terminationGracePeriodSeconds: %lld"
+            "  (2 x stopTimeout + 2 x healthTimeout + 60s)\n",
+            secs);
+    }
     return 0;
 }
 

@@ -214,7 +214,14 @@ struct LoadResult {
 LoadResult load_file(const std::string& path, Mode mode);
 LoadResult load_string(std::string_view yaml, const std::string& name, Mode mode);
 
-// The recommended pod terminationGracePeriodSeconds: 2 × stopTimeout + 2 × healthTimeout + 60 s.
+// Host mode's bound on one `systemctl stop|start` of the supervisor's unit (its own
+// TimeoutStopSec= bounds the stop itself; this bounds the updater's wait for systemctl).
+inline constexpr Duration kHostUnitJobTimeout = std::chrono::seconds(90);
+
+// How long a shutdown may wait for an install's critical section, plus a margin: 2 × the stop
+// bound (container.stopTimeout, or kHostUnitJobTimeout in host mode) + 2 × healthTimeout + 60 s.
+// Container mode: the pod's terminationGracePeriodSeconds; host mode: the updater unit's
+// TimeoutStopSec=.
 Duration recommended_grace_period(const Config& cfg);
 
 // update.signerIdentity's certificate-field templates with their updater.yaml key names, in the

@@ -120,7 +120,9 @@ Duration sat_add(Duration a, Duration b) {
 }  // namespace
 
 Duration recommended_grace_period(const Config& cfg) {
-    Duration stop = cfg.container ? cfg.container->stop_timeout : Container{}.stop_timeout;
+    Duration stop = cfg.container ? cfg.container->stop_timeout
+                    : cfg.host    ? kHostUnitJobTimeout
+                                  : Container{}.stop_timeout;
     Duration health = cfg.update.health_timeout;
     Duration total = sat_add(stop, stop);
     total = sat_add(total, health);

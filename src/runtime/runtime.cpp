@@ -18,6 +18,8 @@ service::UnitSettings unit_settings(const config::Host& h) {
     service::UnitSettings s;
     s.name = h.service_name;
     s.poll_interval = h.poll_interval;
+    s.stop_timeout = config::kHostUnitJobTimeout;
+    s.start_timeout = config::kHostUnitJobTimeout;
     return s;
 }
 
@@ -72,8 +74,8 @@ update::Settings update_settings(const config::Config& cfg, Mode mode,
     // mode: the preflight port sets the unit's account on each request (UnitPreflighter).
     s.uid = ::getuid();
     s.gid = ::getgid();
-    s.stop_timeout = mode == Mode::container ? cfg.container->stop_timeout
-                                             : service::UnitSettings{}.stop_timeout;
+    s.stop_timeout =
+        mode == Mode::container ? cfg.container->stop_timeout : config::kHostUnitJobTimeout;
     s.start_jitter = cfg.update.start_jitter;
     s.trial_period = cfg.update.trial_period;
     s.trial_max_restarts = cfg.update.trial_max_restarts;
@@ -214,6 +216,10 @@ Status Runtime::start_host() {
     if (!n) return n.fail("host mode");
     notifier_.emplace(sched_, std::move(*n));
     notifier_->start();
+    // `systemctl status myriarch-updater` shows the supervisor's unit as the updater sees it.
+    service_->on_change([this] {
+        if (lifecycle_.stage() == Stage::running) notifier_->status(service_->describe());
+    });
     log::info(
         "host mode: following the supervisor's unit",
         {{"unit", cfg_.host->service_name}, {"poll", format_duration(cfg_.host->poll_interval)}});
@@ -287,7 +293,7 @@ LifecycleSteps Runtime::steps() {
     s.start_agent = [this] {
         status_.follow();
         start_agent();
-        if (notifier_) notifier_->ready("running; " + service_->describe());
+        if (notifier_) notifier_->ready(service_->describe());
     };
     s.stop_installer = [this] {
         if (notifier_) notifier_->stopping();

@@ -879,4 +879,21 @@ TEST_CASE("config: host mode needs the supervisor's unit, and its poll is bounde
     REQUIRE(ok.config.has_value());
     CHECK(ok.config->host->service_name == "opampsupervisor.service");
     CHECK(ok.config->host->poll_interval == 1s);
+    // No seed binary and no probe server unless asked for.
+    CHECK(ok.config->host->seed_binary.empty());
+    CHECK_FALSE(ok.config->host->health_listen.has_value());
+    CHECK(ok.config->host->metrics);
+    Config full = expect_ok(endpoint + kIdentity +
+                                "host:\n  serviceName: s.service\n"
+                                "  seedBinary: /usr/lib/myriarch/otelcol-contrib\n"
+                                "  healthListen: 127.0.0.1:13135\n  metrics: false\n",
+                            Mode::run);
+    CHECK(full.host->seed_binary == "/usr/lib/myriarch/otelcol-contrib");
+    REQUIRE(full.host->health_listen.has_value());
+    CHECK(full.host->health_listen->str() == "127.0.0.1:13135");
+    CHECK_FALSE(full.host->metrics);
+    expect_problem(kIdentity + "host:\n  serviceName: s.service\n  seedBinary: otelcol\n",
+                   "host.seedBinary", "must be an absolute path");
+    expect_problem(kIdentity + "host:\n  serviceName: s.service\n  healthListen: 13135\n",
+                   "host.healthListen", "expected host:port");
 }

@@ -98,6 +98,9 @@ TEST_CASE("config: recommended grace period is 2 stop + 2 health timeouts + 60s"
     CHECK(recommended_grace_period(expect_ok(kIdentity)) == 360s);  // no container: default stop
     Config c = expect_ok(kIdentity + "  healthTimeout: 1m\ncontainer:\n  stopTimeout: 10s\n");
     CHECK(recommended_grace_period(c) == 200s);
+    // Host mode: the updater's wait for `systemctl stop|start` (90 s) in place of stopTimeout.
+    Config h = expect_ok(kIdentity + "  healthTimeout: 1m\nhost:\n  serviceName: s.service\n");
+    CHECK(recommended_grace_period(h) == 360s);
     Config huge = c;
     huge.update.health_timeout = Duration(std::numeric_limits<int64_t>::max() / 2);
     CHECK(recommended_grace_period(huge) == Duration(std::numeric_limits<int64_t>::max()));
