@@ -110,6 +110,11 @@ TEST_CASE_FIXTURE(
         100ms));
     CHECK(h.get(h.updater_health_port, "/readyz") == 200);
     CHECK(h.property(kUpdaterUnit, "NRestarts") == "0");
+    // The preflight ran as the supervisor's unit runs the collector: its User= and Group=.
+    const std::string account =
+        "uid " + std::to_string(kServiceUid) + " gid " + std::to_string(kServiceUid) + " (otelcol)";
+    CHECK_MESSAGE(h.journal(kUpdaterUnit).find(account) != std::string::npos,
+                  h.journal(kUpdaterUnit));
     MESSAGE("boot " << h.m().boot_time().count() << " ms, up " << t_up << " ms, offer to Installed "
                     << installed_ms << " ms, case " << ms_since(t0) << " ms");
 }

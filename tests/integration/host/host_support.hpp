@@ -46,6 +46,8 @@ inline const std::string kCollectorYaml = "/etc/opampsupervisor/collector.yaml";
 inline const std::string kSeedBinary = "/usr/lib/myriarch/otelcol-contrib";
 inline const std::string kUpdaterBin = "/usr/bin/myriarch-updater";
 inline const std::string kSupervisorBin = "/usr/bin/opampsupervisor";
+// The supervisor's account (otelcol), its uid and gid.
+inline constexpr int kServiceUid = 990;
 
 // The rootfs and the real peers, or "" after reporting why this machine has not got them.
 struct Prerequisites {
@@ -123,7 +125,7 @@ class HostMachine {
         REQUIRE(run({"cp", rel.good, rel.broken, dir / "artifacts/"}).exit_code == 0);
         artifacts.emplace(dir / "artifacts");
         server.emplace(dir, tools_, std::vector<std::string>{"--token", token});
-        write_seed(rel);
+        write_seed(pre.rootfs, rel);
         machine.emplace(pre.rootfs, BootOptions{dir / "seed"});
     }
 
@@ -222,7 +224,7 @@ class HostMachine {
     std::optional<BootedSystemd> machine;
 
   private:
-    void write_seed(const Releases& rel) {
+    void write_seed(const std::string& rootfs, const Releases& rel) {
         const std::string s = dir / "seed";
         REQUIRE(run({"mkdir", "-p", s + "/usr/bin", s + "/usr/lib/myriarch", s + "/etc/myriarch",
                      s + "/etc/opampsupervisor", s + "/etc/systemd/system", s + kInstall,
@@ -236,6 +238,7 @@ class HostMachine {
         // mmdebstrap's minbase has no /etc/hosts, and the supervisor's bootstrap listens on
         // "localhost", which Go then asks the host's DNS for (and fails).
         write_file(s + "/etc/hosts", "127.0.0.1 localhost\n::1 localhost ip6-localhost\n");
+        add_service_account(rootfs, s);
         if (opts_.volume_ready) {
             const std::string v = s + kInstall + "/versions/" + versions[0];
             REQUIRE(run({"mkdir", "-p", v}).exit_code == 0);
@@ -248,6 +251,18 @@ class HostMachine {
         write_file(s + "/etc/systemd/system/" + kUpdaterUnit, updater_unit());
         write_file(s + "/etc/systemd/system/" + kSupervisorUnit, supervisor_unit());
         updater_config().write(s + kUpdaterYaml);
+    }
+    // The supervisor's own account, as an operator would make it (useradd --system): the
+    // supervisor, its collector and the updater's preflight run as otelcol, not as root.
+    void add_service_account(const std::string& rootfs, const std::string& s) const {
+        write_file(s + "/etc/passwd", read_file(rootfs + "/etc/passwd") +
+                                          "otelcol:x:" + std::to_string(kServiceUid) + ":" +
+                                          std::to_string(kServiceUid) + "::" + kStorage +
+                                          ":/usr/sbin/nologin\n");
+        write_file(s + "/etc/group", read_file(rootfs + "/etc/group") +
+                                         "otelcol:x:" + std::to_string(kServiceUid) + ":\n");
+        const std::string owner = std::to_string(kServiceUid) + ":" + std::to_string(kServiceUid);
+        REQUIRE(run({"chown", owner, s + kStorage}).exit_code == 0);
     }
     static void copy(const std::string& from, const std::string& to) {
         RunResult r = run({"cp", from, to}, 60s);
@@ -278,6 +293,8 @@ class HostMachine {
                "StartLimitIntervalSec=60\n"
                "StartLimitBurst=3\n"
                "[Service]\n"
+               "User=otelcol\n"
+               "Group=otelcol\n"
                "ExecStart=" +
                kSupervisorBin + " --config=" + kSupervisorYaml +
                "\n"
