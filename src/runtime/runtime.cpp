@@ -400,7 +400,7 @@ service::CriticalSection* Runtime::start_installer() {
         installer_->report_interrupted(*volume_->interrupted, cfg_.collector.binary);
         metrics_.count(classify_recovered(*volume_->interrupted, volume_->interrupted_swapped));
     }
-    // A trial that recovery let go on (the container restarted within it) runs to its deadline.
+    // A trial that recovery let go on (the updater restarted within it) runs to its deadline.
     if (volume_->trial && seeded.active_version == volume_->trial->to) {
         installer_->resume_trial(volume_->trial->to, volume_->trial->trial_until);
     }

@@ -1,13 +1,14 @@
 // Host mode's preflight port: the unit's account read through systemctl, resolved in the passwd
 // and group files, handed to the real preflighter; each way it fails ends the preflight, named,
 // without running the staged binary.
+#include "runtime/unit_preflight.hpp"
+
 #include <doctest/doctest.h>
 
 #include <optional>
 
 #include "harness.hpp"
 #include "loop/fake_scheduler.hpp"
-#include "runtime/unit_preflight.hpp"
 
 using namespace myr;
 
@@ -37,8 +38,9 @@ struct Rig {
     std::optional<Result<stage::PreflightReport>> result;
 
     Rig() {
-        test::write_file(dir.path() + "/passwd", "root:x:0:0::/root:/bin/sh\n"
-                                                 "otelcol:x:998:997::/:/usr/sbin/nologin\n");
+        test::write_file(dir.path() + "/passwd",
+                         "root:x:0:0::/root:/bin/sh\n"
+                         "otelcol:x:998:997::/:/usr/sbin/nologin\n");
         test::write_file(dir.path() + "/group", "root:x:0:\notelcol:x:997:\n");
         auto systemctl = [this](const std::vector<std::string>& args, Duration,
                                 std::function<void(Result<proc::Captured>)> done) {
@@ -96,7 +98,7 @@ TEST_CASE("unit preflight: an account that cannot be resolved fails it before an
     failed.preflight();
     REQUIRE(failed.result.has_value());
     REQUIRE_FALSE(failed.result->ok());
-    CHECK(failed.result->error().message().find("systemctl show exit 1: Failed to connect to bus") !=
-          std::string::npos);
+    CHECK(failed.result->error().message().find(
+              "systemctl show exit 1: Failed to connect to bus") != std::string::npos);
     CHECK_FALSE(failed.inner.seen.has_value());
 }
