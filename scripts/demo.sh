@@ -14,8 +14,12 @@
 #                         build/demo (the demo's own test, tests/integration/packaging/demo_test.sh)
 #   MYR_DEMO_INTEROP=DIR  where the npm signer is installed and run from (default tests/interop)
 #   MYR_DEMO_KEEP=1       keep the pod's directory
+#
+# `bash scripts/demo.sh host` is host mode's demo instead (scripts/demo-host.sh): the .deb on a
+# booted systemd with the real supervisor and collector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = host ]; then exec bash scripts/demo-host.sh; fi
 . scripts/deps.sh
 myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" || exit 1
 # The signer (@sigstore/sign, with @sigstore/mock standing in for Fulcio and Rekor) is installed
