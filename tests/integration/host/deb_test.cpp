@@ -88,12 +88,13 @@ TEST_CASE("host package: the .deb installs on a booted systemd and its units sta
     // The package of this build's binary (the static stage's is what ships).
     SpawnOptions dynamic;
     dynamic.env["MYR_DEB_ALLOW_DYNAMIC"] = "1";
-    RunResult deb = run(
-        {"bash", source_dir() + "/packaging/host/build-deb.sh", work / "deb", updater_bin()}, 120s,
-        dynamic);
+    RunResult deb =
+        run({"bash", source_dir() + "/packaging/host/build-deb.sh", work / "deb", updater_bin()},
+            120s, dynamic);
     REQUIRE_MESSAGE(deb.exit_code == 0, deb.err);
-    REQUIRE(run({"install", "-D", trimmed(deb.out), seed / "opt/myr/myriarch-updater.deb"})
-                .exit_code == 0);
+    REQUIRE(
+        run({"install", "-D", trimmed(deb.out), seed / "opt/myr/myriarch-updater.deb"}).exit_code ==
+        0);
     REQUIRE(run({"install", "-D", tools + "/opampsupervisor", seed / "usr/bin/opampsupervisor"})
                 .exit_code == 0);
     // The seedBinary of updater.yaml: a collector shipped beside the updater.
@@ -117,8 +118,7 @@ TEST_CASE("host package: the .deb installs on a booted systemd and its units sta
     CHECK(trimmed(m.run({"stat", "-c", "%a %U", "/var/lib/myriarch/collector",
                          "/var/lib/myriarch/state"})
                       .out) == "755 root\n700 root");
-    CHECK(trimmed(m.run({"systemctl", "is-enabled", "myriarch-updater.service"}).out) ==
-          "enabled");
+    CHECK(trimmed(m.run({"systemctl", "is-enabled", "myriarch-updater.service"}).out) == "enabled");
     CHECK(property(m, "myriarch-updater.service", "ActiveState") == "inactive");
 
     // The operator's part: the supervisor's user, its unit from the examples, its config.
@@ -147,19 +147,19 @@ TEST_CASE("host package: the .deb installs on a booted systemd and its units sta
 
     // updater.yaml for this machine, then the start: Type=notify, so systemctl start returns
     // once the updater said READY=1 (recovery, seeding, the supervisor's unit started).
-    write_file(m.root() + "/etc/myriarch/updater.yaml",
-               "server:\n  endpoint: " + server.ws_url() +
-                   "\n  heartbeatInterval: 5s\n"
-                   "update:\n  requireSignature: false\n  startJitter: 0s\n"
-                   "collector:\n  healthUrl: http://127.0.0.1:" +
-                   std::to_string(collector_health) +
-                   "/\nsupervisor:\n  healthUrl: http://127.0.0.1:" +
-                   std::to_string(supervisor_health) +
-                   "/health\n"
-                   "host:\n  serviceName: opampsupervisor.service\n  pollInterval: 500ms\n"
-                   "  seedBinary: /usr/lib/myriarch/otelcol-contrib\n"
-                   "  healthListen: 127.0.0.1:" +
-                   std::to_string(updater_health) + "\n");
+    write_file(
+        m.root() + "/etc/myriarch/updater.yaml",
+        "server:\n  endpoint: " + server.ws_url() +
+            "\n  heartbeatInterval: 5s\n"
+            "update:\n  requireSignature: false\n  startJitter: 0s\n"
+            "collector:\n  healthUrl: http://127.0.0.1:" +
+            std::to_string(collector_health) +
+            "/\nsupervisor:\n  healthUrl: http://127.0.0.1:" + std::to_string(supervisor_health) +
+            "/health\n"
+            "host:\n  serviceName: opampsupervisor.service\n  pollInterval: 500ms\n"
+            "  seedBinary: /usr/lib/myriarch/otelcol-contrib\n"
+            "  healthListen: 127.0.0.1:" +
+            std::to_string(updater_health) + "\n");
     RunResult valid = m.run({"myriarch-updater", "validate", "--config",
                              "/etc/myriarch/updater.yaml", "--mode", "host"});
     REQUIRE_MESSAGE(valid.exit_code == 0, valid.out << valid.err);
