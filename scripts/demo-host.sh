@@ -19,28 +19,15 @@ cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "demo host: needs root (systemd-nspawn boots the machine)" >&2; exit 1; }
 myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" "${MYR_HOST_PKGS[@]}" || exit 1
 interop=${MYR_DEMO_INTEROP:-tests/interop}
-signing=true
-if [ -n "${MYR_DEMO_UNSIGNED:-}" ]; then
-    signing=false
-elif ! myr_need_interop "$interop"; then
-    echo "demo host: the release is signed by the npm signer of $interop (@sigstore/sign), which" >&2
-    echo "      could not be installed (see above). MYR_DEMO_UNSIGNED=1 runs without signatures." >&2
-    exit 1
-fi
+signing=$(myr_demo_signing "$interop" "demo host") || exit 1
 
 t0=$(date +%s%N)
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 elapsed() { local d=$(( ($(date +%s%N) - t0) / 100000000 )); echo "$((d / 10)).$((d % 10)) s"; }
 
-if [ -n "${MYR_DEMO_BUILD:-}" ]; then
-    dir=$(cd "$MYR_DEMO_BUILD" && pwd)
-    say "binary: myriarch-updater from $dir"
-else
-    say "build: the static myriarch-updater"
-    dir=$PWD/build/demo
-    [ -d "$dir" ] || meson setup "$dir" -Dstatic=true -Dfault_injection=false -Dbuildtype=release >/dev/null
-    ninja -C "$dir" myriarch-updater >/dev/null
-fi
+say "build: the static myriarch-updater"
+dir=$(myr_demo_build myriarch-updater)
+echo "binary from $dir"
 bin=$dir/myriarch-updater
 say "the machine's root filesystem and the real peers (cached after their first build)"
 rootfs=${MYR_HOST_ROOTFS:-$(bash tests/host/rootfs.sh | sed -n 's/^MYR_HOST_ROOTFS=//p')}

@@ -26,28 +26,15 @@ myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" || exit 1
 # like the Debian packages. Without it the demo stops rather than quietly showing unsigned
 # installs: signature verification is what it is there to show.
 interop=${MYR_DEMO_INTEROP:-tests/interop}
-signing=true
-if [ -n "${MYR_DEMO_UNSIGNED:-}" ]; then
-    signing=false
-elif ! myr_need_interop "$interop"; then
-    echo "demo: the releases are signed by the npm signer of $interop (@sigstore/sign), which could" >&2
-    echo "      not be installed (see above). MYR_DEMO_UNSIGNED=1 runs the demo without signatures." >&2
-    exit 1
-fi
+signing=$(myr_demo_signing "$interop" demo) || exit 1
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
-if [ -n "${MYR_DEMO_BUILD:-}" ]; then
-    dir=$(cd "$MYR_DEMO_BUILD" && pwd)
-    say "binaries: myriarch-updater and the stand-ins from $dir"
-else
-    say "build: static myriarch-updater and the stand-in supervisor and collector"
-    dir=$PWD/build/demo
-    [ -d "$dir" ] || meson setup "$dir" -Dstatic=true -Dfault_injection=false -Dbuildtype=release >/dev/null
-    ninja -C "$dir" myriarch-updater tests/fakes/fake-otelcol tests/fakes/fake-opampsupervisor \
-        tests/servers/opamp-test-server >/dev/null
-fi
+say "build: static myriarch-updater and the stand-in supervisor and collector"
+dir=$(myr_demo_build myriarch-updater tests/fakes/fake-otelcol tests/fakes/fake-opampsupervisor \
+    tests/servers/opamp-test-server)
+echo "binaries from $dir"
 bin=$dir/myriarch-updater
 file "$bin" | sed 's/, BuildID[^,]*//'
 "$bin" version
