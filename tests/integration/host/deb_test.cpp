@@ -74,6 +74,7 @@ std::string collector_exe(BootedSystemd& m) {
 
 }  // namespace
 
+// Install, start, stop, remove, install again, purge.
 TEST_CASE("host package: the .deb installs on a booted systemd and its units start") {
     if (!is_root()) {
         report_skip("needs root for systemd-nspawn");
@@ -192,4 +193,23 @@ TEST_CASE("host package: the .deb installs on a booted systemd and its units sta
     CHECK(property(m, "myriarch-updater.service", "Result") == "success");
     CHECK(property(m, "opampsupervisor.service", "ActiveState") == "active");
     CHECK(property(m, "opampsupervisor.service", "MainPID") == supervisor_pid);
+
+    // Remove keeps the volume (the supervisor runs the collector from it) and disables the unit;
+    // installed again, it is enabled again; purge removes the volume and the conffile.
+    RunResult remove = m.run({"dpkg", "-r", "myriarch-updater"}, 120s);
+    REQUIRE_MESSAGE(remove.exit_code == 0, remove.out << remove.err);
+    CHECK_FALSE(exists(m.root() + "/lib/systemd/system/myriarch-updater.service"));
+    CHECK(exists(m.root() + "/var/lib/myriarch/collector/current/otelcol-contrib"));
+    CHECK(exists(m.root() + "/etc/myriarch/updater.yaml"));
+    CHECK(property(m, "opampsupervisor.service", "MainPID") == supervisor_pid);
+    RunResult again = m.run({"dpkg", "-i", "/opt/myr/myriarch-updater.deb"}, 120s);
+    REQUIRE_MESSAGE(again.exit_code == 0, again.out << again.err);
+    CHECK(trimmed(m.run({"systemctl", "is-enabled", "myriarch-updater.service"}).out) == "enabled");
+    // The kept, valid updater.yaml: the reinstall started the updater again.
+    CHECK(property(m, "myriarch-updater.service", "ActiveState") == "active");
+    RunResult purge = m.run({"dpkg", "-P", "myriarch-updater"}, 120s);
+    REQUIRE_MESSAGE(purge.exit_code == 0, purge.out << purge.err);
+    CHECK_FALSE(exists(m.root() + "/var/lib/myriarch"));
+    CHECK_FALSE(exists(m.root() + "/etc/myriarch/updater.yaml"));
+    CHECK(m.run({"systemctl", "is-enabled", "myriarch-updater.service"}).exit_code != 0);
 }
