@@ -9,7 +9,7 @@
 #include "cli/commands.hpp"
 #include "config/config.hpp"
 #include "core/log.hpp"
-#include "runtime/container.hpp"
+#include "runtime/runtime.hpp"
 #include "runtime/termination_message.hpp"
 
 namespace myr::cli {
@@ -38,7 +38,7 @@ int cmd_container(const std::vector<std::string>& argv) {
     log::configure(r.config->log.level, r.config->log.format);
     log::info("container: starting", {{"config", *path}, {"pid", ::getpid()}});
     const std::string& message_path = r.config->container->termination_message_path;
-    auto exit = runtime::run_container(*r.config, build_info::version());
+    auto exit = runtime::run_mode(*r.config, runtime::Mode::container, build_info::version());
     if (!exit) {
         runtime::leave_termination_message(message_path, exit.error().message());
         return runtime_error(exit.error());

@@ -21,11 +21,17 @@ const std::vector<Command>& commands() {
          "Options:\n"
          "  --config FILE   updater.yaml (must contain a container section)\n",
          cmd_container},
-        {"run", "host mode next to a service manager (not built yet)",
+        {"run", "host mode: a systemd service beside the supervisor's unit",
          "Usage: myriarch-updater run --config FILE\n"
          "\n"
-         "Host mode: the container runtime driving a systemd unit instead of a child process.\n"
-         "Not built yet (see the README, Status); use `container`.\n",
+         "Host mode (docs/host-mode.md): recovery, seeding, the OpAMP agent and the installer of\n"
+         "container mode, stopping and starting the supervisor's systemd unit (host.serviceName)\n"
+         "around a swap instead of a child process. Meant to run as a Type=notify unit\n"
+         "(packaging/host/). On TERM it waits for an install's critical section and leaves the\n"
+         "supervisor's unit running.\n"
+         "\n"
+         "Options:\n"
+         "  --config FILE   updater.yaml (must contain a host section)\n",
          cmd_run},
         {"install-self", "copy this binary to DIR/myriarch-updater (init containers)",
          "Usage: myriarch-updater install-self DIR\n"

@@ -162,6 +162,13 @@ struct Host {
         service_name;  // required by `run`: the supervisor's unit, e.g. opampsupervisor.service
     // How often the unit's state is read (`systemctl show`): systemctl has no watch.
     Duration poll_interval = std::chrono::seconds(1);
+    // A collector binary shipped with the host (e.g. by its package) that seeds an empty volume
+    // and competes by version as container.seedBinary does; "" = none: the volume's version
+    // stands, and `run` refuses an empty volume.
+    std::string seed_binary;
+    // The probe server: off by default on a host (no kubelet asks, and a port is the host's).
+    std::optional<HostPort> health_listen;
+    bool metrics = true;  // /metrics on the health listener (docs/metrics.md)
     friend bool operator==(const Host&, const Host&) = default;
 };
 

@@ -578,6 +578,9 @@ void Schema::root(const Node& root) {
         return std::vector<Entry>{
             {"serviceName", text(h.service_name)},
             {"pollInterval", duration(h.poll_interval, false)},
+            {"seedBinary", abs_path(h.seed_binary, true)},
+            {"healthListen", host_port(h.health_listen)},
+            {"metrics", boolean(h.metrics)},
         };
     };
     auto log = [this, &lg] {

@@ -226,6 +226,10 @@ std::string render_effective(const Config& cfg) {
         o += "\nhost:\n";
         line(i1, "serviceName", quote(cfg.host->service_name));
         line(i1, "pollInterval", format_duration(cfg.host->poll_interval));
+        line(i1, "seedBinary", quote(cfg.host->seed_binary));
+        line(i1, "healthListen",
+             quote(cfg.host->health_listen ? cfg.host->health_listen->str() : ""));
+        line(i1, "metrics", bool_text(cfg.host->metrics));
     }
 
     o += "\nlog:\n";

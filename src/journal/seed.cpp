@@ -75,8 +75,9 @@ Result<SeedOutcome> seed(const store::Volume& vol, Journal& journal, const SeedI
     if (!act) return act.fail("seed");
 
     if (!x) {
-        std::string why = in.version_ok ? "no version in `" + in.image_path + " --version` output"
-                                        : "`" + in.image_path + " --version` failed";
+        std::string why = in.image_path.empty() ? std::string("no seed binary is configured")
+                          : in.version_ok ? "no version in `" + in.image_path + " --version` output"
+                                          : "`" + in.image_path + " --version` failed";
         if (act->state != store::Active::State::intact) {
             return fail("seed: " + why + ", and no intact version is active" +
                         (act->reason.empty() ? "" : " (" + act->reason + ")"));

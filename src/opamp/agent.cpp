@@ -290,7 +290,7 @@ AgentDescription Agent::description() const {
     n.push_back({"os.type", "linux"});
     static const std::string arch = host_arch();  // uname once, not on every report
     n.push_back({"host.arch", arch});
-    n.push_back({"dev.myriarch.updater.install_method", "container"});
+    n.push_back({"dev.myriarch.updater.install_method", opt_.install_method});
     auto add = [&n](const char* key, const std::string& v) {
         if (!v.empty()) n.push_back({key, v});
     };

@@ -62,6 +62,8 @@ struct AgentOptions {
     std::string supervisor_storage_dir;  // holds persistent_state.yaml ("" = not watched)
     std::string host_name;               // already resolved (resolve_host_name)
     std::string service_version;         // the updater's version
+    // dev.myriarch.updater.install_method: "container" (PID 1 of a pod) or "host" (`run`).
+    std::string install_method = "container";
     Duration heartbeat_interval = std::chrono::seconds(30);  // 0 = off
     std::string enrollment_token_file;  // "Authorization: Bearer <token>" from here,
     std::string enrollment_token_env;   // or from this environment variable

@@ -132,6 +132,7 @@ pid_t run_capture(Reaper& reaper, loop::Scheduler& sched, const std::vector<std:
     SpawnOptions so;
     so.output_fd = p[1];
     so.run_as = opts.run_as;
+    so.env = opts.env;
     auto s = reaper.spawn_with_usage(
         argv, so, [job](int status, const struct rusage& usage) { job->on_exit(status, usage); });
     ::close(p[1]);

@@ -84,6 +84,7 @@ struct CaptureOptions {
     // last says why it failed.
     bool keep_tail = false;
     std::optional<RunAs> run_as;
+    std::vector<std::string> env;  // SpawnOptions::env
 };
 
 using CaptureCallback = std::function<void(Result<Captured>)>;

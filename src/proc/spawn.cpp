@@ -53,8 +53,8 @@ namespace {
     ::_exit(exec_failure_code(err));
 }
 
-[[noreturn]] void child_exec(char* const* argv, int output_fd, const std::optional<RunAs>& run_as,
-                             int status_fd) {
+[[noreturn]] void child_exec(char* const* argv, char* const* envp, int output_fd,
+                             const std::optional<RunAs>& run_as, int status_fd) {
     ::setpgid(0, 0);
     if (run_as) {
         // Supplementary groups first (root's would otherwise stay), then gid, then uid.
@@ -70,8 +70,32 @@ namespace {
         ::dup2(output_fd, 2);
         if (output_fd > 2) ::close(output_fd);
     }
-    ::execvp(argv[0], argv);
+    ::execvpe(argv[0], argv, envp);
     report_and_exit(status_fd, errno);
+}
+
+// Our environment with `overrides` set over it, in the strings `keep` owns.
+std::vector<char*> environment(const std::vector<std::string>& overrides,
+                               std::vector<std::string>& keep) {
+    auto key_of = [](std::string_view e) { return e.substr(0, e.find('=')); };
+    for (char** e = environ; *e; e++) {
+        std::string_view entry = *e;
+        bool replaced = false;
+        for (const std::string& o : overrides) replaced |= key_of(o) == key_of(entry);
+        if (!replaced) keep.emplace_back(entry);
+    }
+    for (size_t i = 0; i < overrides.size(); i++) {
+        bool later = false;
+        for (size_t j = i + 1; j < overrides.size(); j++) {
+            later |= key_of(overrides[j]) == key_of(overrides[i]);
+        }
+        if (!later) keep.push_back(overrides[i]);
+    }
+    std::vector<char*> out;
+    out.reserve(keep.size() + 1);
+    for (std::string& e : keep) out.push_back(e.data());
+    out.push_back(nullptr);
+    return out;
 }
 
 }  // namespace
@@ -83,6 +107,9 @@ Result<Spawned> spawn(const std::vector<std::string>& args, const SpawnOptions& 
     argv.reserve(args.size() + 1);
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
+    std::vector<std::string> env_strings;
+    std::vector<char*> envp =
+        opts.env.empty() ? std::vector<char*>{} : environment(opts.env, env_strings);
 
     int status_pipe[2];
     MYR_TRY(make_pipe(status_pipe), "spawn " + args[0]);
@@ -94,7 +121,10 @@ Result<Spawned> spawn(const std::vector<std::string>& args, const SpawnOptions& 
         ::close(status_pipe[1]);
         return fail_errno("spawn " + args[0] + ": fork", err);
     }
-    if (pid == 0) child_exec(argv.data(), opts.output_fd, opts.run_as, status_pipe[1]);
+    if (pid == 0) {
+        child_exec(argv.data(), opts.env.empty() ? environ : envp.data(), opts.output_fd,
+                   opts.run_as, status_pipe[1]);
+    }
 
     // Also here: whichever of parent and child runs first, the group exists before anybody signals
     // it. EACCES (the child already exec'd) and ESRCH (it already exited) are fine.

@@ -27,6 +27,9 @@ struct SpawnOptions {
     int output_fd = -1;
     // Unset: the child keeps our user.
     std::optional<RunAs> run_as;
+    // "KEY=value" entries set in the child's environment over ours (a key given twice: the last
+    // wins); empty: our environment as it is.
+    std::vector<std::string> env;
 };
 
 struct Spawned {
@@ -38,8 +41,8 @@ struct Spawned {
 
 // fork + exec of argv[0] (looked up in $PATH when it has no '/'), in its own process group
 // (setpgid in the child and in the parent, so neither order of scheduling leaves a window),
-// with the environment of the updater, an empty signal mask and default dispositions. Fails only
-// when fork itself fails (the exec failure is part of Spawned).
+// with the environment of the updater (plus opts.env), an empty signal mask and default
+// dispositions. Fails only when fork itself fails (the exec failure is part of Spawned).
 [[nodiscard]] Result<Spawned> spawn(const std::vector<std::string>& argv,
                                     const SpawnOptions& opts = {});
 

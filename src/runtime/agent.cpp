@@ -6,14 +6,16 @@ namespace myr::runtime {
 
 Result<std::unique_ptr<opamp::Agent>> make_agent(
     uv_loop_t* loop, loop::Scheduler& sched, const config::Config& cfg,
-    const statedir::StateDir& state, std::string service_version, opamp::StatusProvider& status,
-    opamp::PackageHandler& packages, std::shared_ptr<const net::ProxyPolicy> proxy) {
+    const statedir::StateDir& state, std::string service_version, std::string install_method,
+    opamp::StatusProvider& status, opamp::PackageHandler& packages,
+    std::shared_ptr<const net::ProxyPolicy> proxy) {
     if (!cfg.server.endpoint) return fail("opamp agent: server.endpoint is not set");
     opamp::AgentOptions o;
     o.state_dir = state;
     o.supervisor_storage_dir = cfg.supervisor.storage_dir;
     o.host_name = opamp::resolve_host_name(cfg.server.host_name);
     o.service_version = std::move(service_version);
+    o.install_method = std::move(install_method);
     o.heartbeat_interval = cfg.server.heartbeat_interval;
     o.enrollment_token_file = cfg.server.enrollment_token_file;
     o.enrollment_token_env = cfg.server.enrollment_token_env;

@@ -21,7 +21,8 @@ namespace myr::runtime {
 // Fails when server.endpoint is missing or the instance uid cannot be loaded or created.
 [[nodiscard]] Result<std::unique_ptr<opamp::Agent>> make_agent(
     uv_loop_t* loop, loop::Scheduler& sched, const config::Config& cfg,
-    const statedir::StateDir& state, std::string service_version, opamp::StatusProvider& status,
-    opamp::PackageHandler& packages, std::shared_ptr<const net::ProxyPolicy> proxy);
+    const statedir::StateDir& state, std::string service_version, std::string install_method,
+    opamp::StatusProvider& status, opamp::PackageHandler& packages,
+    std::shared_ptr<const net::ProxyPolicy> proxy);
 
 }  // namespace myr::runtime

@@ -111,6 +111,7 @@ void Lifecycle::step_done(Stage from, Status st) {
 
 void Lifecycle::service_changed() {
     if (stage_ != Stage::running || service_.desired() != service::Desired::gave_up) return;
+    if (!steps_.exit_on_crash_loop) return;
     if (!critical_->handles_crash_loop()) return stop(1, "crash loop", "crash loop");
     // A new version that crash-loops is the installer's to roll back, not a reason to exit; once
     // the section is over and the service still gave up, it ends the process as usual.

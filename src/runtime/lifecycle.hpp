@@ -14,6 +14,7 @@
 //   seeding        seeding failed                         stopping, exit 1
 //   running        the service gave up (a crash loop)     stopping, exit 1; inside the critical
 //                                                         section: once it ended, if still given up
+//                                                         (host mode: reported, no exit)
 //   any            TERM or INT                            stopping (a second one changes nothing)
 //   any            HUP, USR1 or USR2                      the same stage; forwarded to the service
 //   stopping       critical section over; service and     finished(exit code)
@@ -67,6 +68,11 @@ struct LifecycleSteps {
     // own exit leaves it running (the critical section is still waited for). Container mode
     // stops its child: nothing else would.
     bool leave_service_running = false;
+    // Container mode ends the process when its child crash-loops (the kubelet restarts the pod
+    // and says why). Host mode does not: restarting the updater's unit would not restart the
+    // supervisor's, which systemd gave up on; the updater stays up, reports the unit unhealthy
+    // and may install a version that fixes it.
+    bool exit_on_crash_loop = true;
 };
 
 class Lifecycle {

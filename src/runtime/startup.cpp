@@ -77,13 +77,27 @@ void recover_volume(loop::Scheduler& sched, const config::Config& cfg,
         });
 }
 
-void probe_image(proc::Reaper& reaper, loop::Scheduler& sched, const config::Config& cfg,
-                 std::function<void(journal::SeedInput)> done) {
+journal::SeedInput seed_input(const config::Config& cfg) {
     journal::SeedInput in;
-    in.image_path = cfg.container->seed_binary;
-    in.policy = cfg.container->seed_policy == config::SeedPolicy::image ? store::SeedPolicy::image
-                                                                        : store::SeedPolicy::newest;
     in.keep_versions = cfg.collector.keep_versions;
+    if (cfg.container) {
+        in.image_path = cfg.container->seed_binary;
+        if (cfg.container->seed_policy == config::SeedPolicy::image) {
+            in.policy = store::SeedPolicy::image;
+        }
+    } else if (cfg.host) {
+        in.image_path = cfg.host->seed_binary;
+    }
+    return in;
+}
+
+void probe_image(proc::Reaper& reaper, loop::Scheduler& sched, journal::SeedInput in,
+                 std::function<void(journal::SeedInput)> done) {
+    if (in.image_path.empty()) {
+        in.version_ok = false;
+        sched.post([in = std::move(in), done = std::move(done)]() mutable { done(std::move(in)); });
+        return;
+    }
     proc::CaptureOptions opts;
     opts.timeout = kSeedVersionTimeout;
     proc::run_capture(reaper, sched, {in.image_path, "--version"}, opts,

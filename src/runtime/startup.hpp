@@ -54,9 +54,14 @@ using SharedVolume = std::shared_ptr<OpenVolume>;
 void recover_volume(loop::Scheduler& sched, const config::Config& cfg,
                     std::function<void(Result<SharedVolume>)> done);
 
-// Runs `seedBinary --version`. Its outcome is an input of the seeding decision either way (a
-// failure is a row of the precedence table, not an error of the start).
-void probe_image(proc::Reaper& reaper, loop::Scheduler& sched, const config::Config& cfg,
+// The seeding decision's input from updater.yaml, without the probe's answer: container.seedBinary
+// and container.seedPolicy, or host.seedBinary (policy newest; "" = none).
+journal::SeedInput seed_input(const config::Config& cfg);
+
+// Runs `<in.image_path> --version`. Its outcome is an input of the seeding decision either way (a
+// failure is a row of the precedence table, not an error of the start). No seed binary (host
+// mode without host.seedBinary): answered at once, as a version not known.
+void probe_image(proc::Reaper& reaper, loop::Scheduler& sched, journal::SeedInput in,
                  std::function<void(journal::SeedInput)> done);
 
 // The seeding decision, and the copy when the image wins (journal::seed logs the decision).

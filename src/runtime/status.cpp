@@ -10,7 +10,7 @@ uint64_t unix_nano(WallTime t) {
 
 }  // namespace
 
-CollectorStatus::CollectorStatus(const Clock& clock, service::ChildService& child)
+CollectorStatus::CollectorStatus(const Clock& clock, service::ServiceController& child)
     : clock_(clock), child_(child) {
     health_.healthy = false;
     health_.status = "starting: preparing the collector volume";

@@ -12,8 +12,9 @@
 #include <functional>
 #include <string>
 
+#include "core/time.hpp"
 #include "opamp/providers.hpp"
-#include "service/child_service.hpp"
+#include "service/service_controller.hpp"
 
 namespace myr::runtime {
 
@@ -26,7 +27,7 @@ struct Versions {
 
 class CollectorStatus : public opamp::StatusProvider {
   public:
-    CollectorStatus(const Clock& clock, service::ChildService& child);
+    CollectorStatus(const Clock& clock, service::ServiceController& child);
 
     void set_versions(const Versions& v);
     // The installer's verdict on the running collector, "" when it has none: after a rollback
@@ -46,7 +47,7 @@ class CollectorStatus : public opamp::StatusProvider {
     void child_changed();
 
     const Clock& clock_;
-    service::ChildService& child_;
+    service::ServiceController& child_;
     Versions versions_;
     std::string install_problem_;
     opamp::ComponentHealth health_;

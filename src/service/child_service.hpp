@@ -53,14 +53,14 @@ class ChildService : public ServiceController {
     std::optional<pid_t> forward(int sig) override;
 
     // Why the restart policy gave up ("" unless desired() is gave_up).
-    const std::string& give_up_reason() const { return give_up_reason_; }
-    // One line for /readyz and logs: "child running (pid 42)", "child not running: restarting in
-    // 4s", "child not running: gave up: 6 unexpected ends within 10m (maxRestarts 5)".
-    std::string describe() const;
-    pid_t pid() const { return pid_; }
+    std::string give_up_reason() const override { return give_up_reason_; }
+    // "child running (pid 42)", "child not running: restarting in 4s", "child not running: gave
+    // up: 6 unexpected ends within 10m (maxRestarts 5)".
+    std::string describe() const override;
+    pid_t pid() const override { return pid_; }
     uint32_t starts() const { return starts_; }
     // Restarts after an unexpected end, since the process began (myriarch_child_restarts_total).
-    uint64_t restarts() const { return restarts_; }
+    uint64_t restarts() const override { return restarts_; }
 
   private:
     void set(State s);

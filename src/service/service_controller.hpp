@@ -9,8 +9,10 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "core/result.hpp"
 
@@ -53,6 +55,17 @@ class ServiceController {
     // the supervisor forwards to its collector itself. The pid it went to; none when no process
     // runs.
     virtual std::optional<pid_t> forward(int sig) = 0;
+
+    // What the reports (/readyz, the OpAMP health, /metrics, the exit reason) say of the service,
+    // whichever controller runs it.
+    // One line: "child running (pid 42)", "unit x.service not running: restarting (2 restarts)".
+    virtual std::string describe() const { return to_string(state()); }
+    // The main process; -1 when none runs.
+    virtual pid_t pid() const { return -1; }
+    // Restarts after an unexpected end since the controller began.
+    virtual uint64_t restarts() const { return 0; }
+    // Why it gave up, "" unless desired() is gave_up.
+    virtual std::string give_up_reason() const { return ""; }
 };
 
 // The part of an installation that must not be cut short by a shutdown (after the supervisor was

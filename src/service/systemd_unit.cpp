@@ -206,6 +206,10 @@ std::string describe_gave_up(const std::string& name, const UnitStatus& st) {
            std::to_string(st.n_restarts) + " restarts)";
 }
 
+std::string SystemdUnit::give_up_reason() const {
+    return desired_ == Desired::gave_up ? describe_gave_up(settings_.name, status_) : "";
+}
+
 std::string SystemdUnit::describe() const {
     const std::string unit = "unit " + settings_.name;
     if (!seen_) return unit + ": state not read yet";

@@ -99,9 +99,13 @@ class SystemdUnit : public ServiceController {
     // Starts polling the unit's state (the first read happens at once).
     void watch();
     const UnitStatus& status() const { return status_; }
-    // One line for /readyz and logs: "unit opampsupervisor.service running (pid 42)", "unit
-    // opampsupervisor.service failed and will not be restarted (Result=exit-code, 3 restarts)".
-    std::string describe() const;
+    // "unit opampsupervisor.service running (pid 42)", "unit opampsupervisor.service failed and
+    // will not be restarted (Result=exit-code, 3 restarts)".
+    std::string describe() const override;
+    pid_t pid() const override { return status_.main_pid > 0 ? status_.main_pid : -1; }
+    // systemd's NRestarts: its automatic restarts since the unit was last started by hand.
+    uint64_t restarts() const override { return status_.n_restarts; }
+    std::string give_up_reason() const override;
 
   private:
     void poll();

@@ -96,6 +96,7 @@ class RunningPreflight final : public loop::Step {
         o.max_output = kKeptOutput;
         o.keep_tail = true;
         o.run_as = run_as();
+        o.env = req_.env;
         timed_out_ = false;
         timeout_ = timeout;
         argv_text_ = argv.size() > 1 ? argv[0] + " " + argv[1] : argv[0];

@@ -29,6 +29,7 @@ struct PreflightRequest {
     std::vector<std::string> validate_args;  // collector.validateArgs with {config} substituted
     uid_t uid = 0;                           // run as (the supervisor's user)
     gid_t gid = 0;
+    std::vector<std::string> env;  // "KEY=value" over ours (the supervisor unit's)
     Duration version_timeout = std::chrono::seconds(10);
     Duration validate_timeout = std::chrono::seconds(60);
 };

@@ -172,3 +172,20 @@ TEST_CASE("run_capture: run_as runs the command as another user and group") {
     CHECK(r->exit_code() == 0);
     CHECK(r->output == "65534\n65534\n65534\n");
 }
+
+TEST_CASE("run_capture: env sets entries over the updater's environment, the last one winning") {
+    ::setenv("MYR_PROC_TEST_KEPT", "ours", 1);
+    ::setenv("MYR_PROC_TEST_OVER", "ours", 1);
+    proc::CaptureOptions o;
+    o.env = {"MYR_PROC_TEST_OVER=first", "MYR_PROC_TEST_NEW=a b", "MYR_PROC_TEST_OVER=theirs"};
+    auto r = capture({"/bin/sh", "-c",
+                      "echo \"$MYR_PROC_TEST_KEPT|$MYR_PROC_TEST_OVER|$MYR_PROC_TEST_NEW\"; "
+                      "env | grep -c '^MYR_PROC_TEST_OVER='"},
+                     o);
+    REQUIRE(r.ok());
+    CHECK(r->output == "ours|theirs|a b\n1\n");
+    // Without env the child has ours, unchanged.
+    auto plain = capture({"/bin/sh", "-c", "echo \"$MYR_PROC_TEST_OVER\""});
+    REQUIRE(plain.ok());
+    CHECK(plain->output == "ours\n");
+}

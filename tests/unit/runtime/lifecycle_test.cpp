@@ -112,9 +112,11 @@ struct Rig {
     std::optional<int> finished;
     std::unique_ptr<runtime::Lifecycle> life;
 
-    explicit Rig(bool leave_service_running = false) {
+    // `host`: host mode's steps (the unit outlives the updater, a crash loop is only reported).
+    explicit Rig(bool host = false) {
         runtime::LifecycleSteps s;
-        s.leave_service_running = leave_service_running;
+        s.leave_service_running = host;
+        s.exit_on_crash_loop = !host;
         s.recovering = [this](auto done) {
             trace.push_back("recover");
             sched.post_work([] {}, [this, done](bool) { done(recover_result); });
@@ -317,6 +319,27 @@ TEST_CASE("lifecycle: a crash loop ends with exit 1, and a later TERM keeps that
     rig.life->signal(SIGTERM);
     rig.check_finished_once(1);
     CHECK(rig.life->exit_reason() == "crash loop");
+}
+
+TEST_CASE("lifecycle: host mode reports a unit's crash loop and keeps running; TERM exits 0") {
+    Rig rig(true);
+    rig.start();
+    rig.service.give_up();
+    rig.sched.run_pending();
+    rig.sched.advance(1min);
+    CHECK(rig.life->stage() == Stage::running);
+    CHECK_FALSE(rig.finished.has_value());
+    // Inside a critical section and after it too.
+    rig.critical.begin();
+    rig.service.give_up();
+    rig.critical.end();
+    rig.sched.run_pending();
+    CHECK(rig.life->stage() == Stage::running);
+    rig.life->signal(SIGTERM);
+    rig.settle();
+    CHECK(rig.finished == 0);
+    CHECK(rig.life->exit_reason().empty());
+    CHECK_FALSE(rig.traced("service stop"));
 }
 
 TEST_CASE("lifecycle: a crash loop inside the critical section is the installer's to roll back") {

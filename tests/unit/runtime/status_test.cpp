@@ -7,6 +7,7 @@
 
 #include "loop/fake_scheduler.hpp"
 #include "proc/fake_processes.hpp"
+#include "service/child_service.hpp"
 
 using namespace myr;
 using namespace std::chrono_literals;

@@ -1,4 +1,4 @@
-#include "runtime/container.hpp"
+#include "runtime/runtime.hpp"
 
 #include <unistd.h>
 
@@ -12,26 +12,50 @@ namespace myr::runtime {
 
 namespace {
 
-service::ChildSettings child_settings(const config::Container& c) {
+// The supervisor's systemd unit; its stop is bounded by the unit's TimeoutStopSec=, our wait for
+// systemctl by UnitSettings.
+service::UnitSettings unit_settings(const config::Host& h) {
+    service::UnitSettings s;
+    s.name = h.service_name;
+    s.poll_interval = h.poll_interval;
+    return s;
+}
+
+std::unique_ptr<service::ServiceController> make_service(proc::Reaper& reaper,
+                                                         loop::Scheduler& sched,
+                                                         const config::Config& cfg, Mode mode) {
+    if (mode == Mode::host) {
+        return std::make_unique<service::SystemdUnit>(service::systemctl_runner(reaper, sched),
+                                                      sched, unit_settings(*cfg.host));
+    }
+    const config::Container& c = *cfg.container;
     service::ChildSettings s;
     s.command = c.supervisor_command;
     s.stop_signal = c.stop_signal == config::StopSignal::interrupt ? SIGINT : SIGTERM;
     s.stop_timeout = c.stop_timeout;
     s.restart = {c.restart_delay, c.max_restarts, c.restart_window};
-    return s;
+    return std::make_unique<service::ChildService>(reaper, sched, std::move(s));
 }
 
-// `image_version`: the seed binary's, which is the supervisor's too (the image ships the two of
-// one release); "" when `--version` gave nothing usable.
-update::Settings update_settings(const config::Config& cfg, const std::string& image_version) {
+// The probe server's address and whether it serves /metrics, per mode.
+std::pair<std::optional<HostPort>, bool> probe_settings(const config::Config& cfg, Mode mode) {
+    if (mode == Mode::host) return {cfg.host->health_listen, cfg.host->metrics};
+    return {cfg.container->health_listen, cfg.container->metrics};
+}
+
+// `image_version`: in container mode the seed binary's, which is the supervisor's too (the image
+// ships the two of one release); "" when `--version` gave nothing usable. In host mode the
+// supervisor is installed apart from the collector, so its version is not known here.
+update::Settings update_settings(const config::Config& cfg, Mode mode,
+                                 const std::string& image_version) {
     update::Settings s;
     if (cfg.update.minimum_version) s.minimum_version = cfg.update.minimum_version->text;
     s.allow_downgrade = cfg.update.allow_downgrade;
     s.max_minor_skew = cfg.update.max_minor_skew;
-    s.supervisor_version = image_version;
-    if (s.max_minor_skew >= 0 && image_version.empty()) {
-        log::warn("update: update.maxMinorSkew not applied: the image's version is unknown",
-                  {{"seed_binary", cfg.container->seed_binary}});
+    s.supervisor_version = mode == Mode::container ? image_version : "";
+    if (s.max_minor_skew >= 0 && s.supervisor_version.empty()) {
+        log::warn("update: update.maxMinorSkew not applied: the supervisor's version is unknown",
+                  {{"mode", to_string(mode)}});
     }
     s.require_signature = cfg.update.require_signature;
     s.max_artifact_size = cfg.update.max_artifact_size;
@@ -44,10 +68,12 @@ update::Settings update_settings(const config::Config& cfg, const std::string& i
     s.collector_health_url = cfg.collector.health_url;
     s.validate_args = cfg.update.validate_args;
     s.config_file = cfg.collector.config_file;
-    // The supervisor is our child and runs as we do; so does its preflight.
+    // Container mode: the supervisor is our child and runs as we do; so does its preflight. Host
+    // mode: the preflight port sets the unit's account on each request (UnitPreflighter).
     s.uid = ::getuid();
     s.gid = ::getgid();
-    s.stop_timeout = cfg.container->stop_timeout;
+    s.stop_timeout = mode == Mode::container ? cfg.container->stop_timeout
+                                             : service::UnitSettings{}.stop_timeout;
     s.start_jitter = cfg.update.start_jitter;
     s.trial_period = cfg.update.trial_period;
     s.trial_max_restarts = cfg.update.trial_max_restarts;
@@ -118,42 +144,54 @@ verify::Identity signer(const config::Config& cfg) {
 
 }  // namespace
 
-ContainerRuntime::ContainerRuntime(loop::Loop& loop, const config::Config& cfg, std::string version)
+const char* to_string(Mode m) {
+    return m == Mode::host ? "host" : "container";
+}
+
+Runtime::Runtime(loop::Loop& loop, const config::Config& cfg, Mode mode, std::string version)
     : loop_(loop),
       cfg_(cfg),
+      mode_(mode),
       version_(std::move(version)),
       sched_(loop.get()),
       reaper_(loop),
       heartbeat_(sched_),
-      child_(reaper_, sched_, child_settings(*cfg.container)),
+      service_(make_service(reaper_, sched_, cfg, mode)),
       // During an install's critical section /readyz is 503 and names the step.
       readiness_(
           [this] {
-              return child_.state() == service::State::running &&
+              return service_->state() == service::State::running &&
                      (!installer_ || installer_->ready());
           },
           [this] {
-              if (!installer_) return child_.describe();
+              if (!installer_) return service_->describe();
               // Idle, unless a trial resumed after a restart runs: it is named too.
               if (installer_->state() == update::State::idle) {
                   std::string trial = installer_->trial_text();
-                  return trial.empty() ? child_.describe()
-                                       : child_.describe() + "; " + installer_->describe();
+                  return trial.empty() ? service_->describe()
+                                       : service_->describe() + "; " + installer_->describe();
               }
               if (!installer_->ready()) return installer_->describe();
-              return child_.describe() + "; " + installer_->describe();
+              return service_->describe() + "; " + installer_->describe();
           }),
       metrics_(sched_, cfg.collector.install_dir),
       roots_(sched_, cfg.update.trusted_root_file),
-      status_(sched_, child_),
+      status_(sched_, *service_),
       preflight_(reaper_, sched_),
       verifier_(sched_, roots_, signer(cfg), verify::Options{cfg.update.signature.min_timestamps}),
       health_probe_(loop.get(), sched_),
-      lifecycle_(sched_, child_, steps()) {}
+      lifecycle_(sched_, *service_, steps()) {
+    if (mode == Mode::host) {
+        unit_ = static_cast<service::SystemdUnit*>(service_.get());
+        unit_preflight_ = std::make_unique<UnitPreflighter>(
+            service::systemctl_runner(reaper_, sched_), sched_, preflight_,
+            UnitPreflightSettings{cfg.host->service_name});
+    }
+}
 
-ContainerRuntime::~ContainerRuntime() = default;
+Runtime::~Runtime() = default;
 
-Result<int> ContainerRuntime::run() {
+Result<int> Runtime::run() {
     if (auto st = start_trusted_root(); !st) return st.fail();
     if (auto st = install_signals(); !st) return st.fail();
     if (auto st = reaper_.start(); !st) return st.fail();
@@ -162,15 +200,31 @@ Result<int> ContainerRuntime::run() {
     proxy_ = std::move(*proxy);
     if (reaper_.subreaper()) log::info("registered as child subreaper", {{"pid", ::getpid()}});
     if (auto st = start_probes(); !st) return st.fail();
+    if (auto st = start_host(); !st) return st.fail();
     lifecycle_.start([this](int) { loop_.stop(); });
     loop_.run();
     return lifecycle_.exit_code();
 }
 
+// Host mode: systemd's side of things. The updater's own unit hears from it (a NOTIFY_SOCKET
+// that cannot be one stops the start, named), and the supervisor's unit is read from now on.
+Status Runtime::start_host() {
+    if (mode_ != Mode::host) return {};
+    auto n = service::Notifier::from_env();
+    if (!n) return n.fail("host mode");
+    notifier_.emplace(sched_, std::move(*n));
+    notifier_->start();
+    log::info(
+        "host mode: following the supervisor's unit",
+        {{"unit", cfg_.host->service_name}, {"poll", format_duration(cfg_.host->poll_interval)}});
+    unit_->watch();
+    return {};
+}
+
 // The trusted root before anything else: with update.requireSignature an updater that could
 // verify no offer refuses to start, saying why, before it touches the volume or the supervisor.
 // Without it, signed offers are refused until a usable root appears.
-Status ContainerRuntime::start_trusted_root() {
+Status Runtime::start_trusted_root() {
     roots_.on_change(
         [this](const verify::LoadedRoot& r) { metrics_.trusted_root(r.newest_start); });
     Status st = roots_.start();
@@ -188,7 +242,7 @@ Status ContainerRuntime::start_trusted_root() {
     return {};
 }
 
-Status ContainerRuntime::install_signals() {
+Status Runtime::install_signals() {
     // Writes to a probe client that went away must not kill PID 1.
     std::signal(SIGPIPE, SIG_IGN);
     auto watch = [this](int sig) -> Status {
@@ -202,18 +256,19 @@ Status ContainerRuntime::install_signals() {
     return {};
 }
 
-Status ContainerRuntime::start_probes() {
-    const auto& listen = cfg_.container->health_listen;
+Status Runtime::start_probes() {
+    auto [listen, metrics] = probe_settings(cfg_, mode_);
     if (!listen) {
-        log::info("probe server disabled", {{"reason", "container.healthListen is empty"}});
+        log::info("probe server disabled",
+                  {{"reason", std::string(to_string(mode_)) + ".healthListen is empty"}});
         return {};
     }
     health::Probes p;
     p.healthz = [this] { return heartbeat_.answer(); };
     p.readyz = [this] { return readiness_.answer(); };
-    if (cfg_.container->metrics) {
+    if (metrics) {
         metrics_.set_sources(
-            [this] { return child_.restarts(); },
+            [this] { return service_->restarts(); },
             [this] { return agent_ && agent_->state() == opamp::Agent::State::connected; });
         p.metrics = [this]() -> const std::string& { return metrics_.render(); };
     }
@@ -223,7 +278,7 @@ Status ContainerRuntime::start_probes() {
 
 // The parts of container mode the Lifecycle drives. Each completion is bound to this runtime: a
 // step may answer after it is gone.
-LifecycleSteps ContainerRuntime::steps() {
+LifecycleSteps Runtime::steps() {
     LifecycleSteps s;
     s.recovering = [this](auto done) { recovering(std::move(done)); };
     s.probing_image = [this](auto done) { probing_image(std::move(done)); };
@@ -232,18 +287,24 @@ LifecycleSteps ContainerRuntime::steps() {
     s.start_agent = [this] {
         status_.follow();
         start_agent();
+        if (notifier_) notifier_->ready("running; " + service_->describe());
     };
     s.stop_installer = [this] {
+        if (notifier_) notifier_->stopping();
         if (installer_) installer_->shutdown();
     };
     s.stop_agent = [this](std::function<void()> done) {
         if (!agent_) return done();
         agent_->stop(std::move(done));
     };
+    // Host mode: the supervisor's unit is systemd's; the updater neither stops it on its exit
+    // nor exits when systemd gives up on it (Lifecycle).
+    s.leave_service_running = mode_ == Mode::host;
+    s.exit_on_crash_loop = mode_ == Mode::container;
     return s;
 }
 
-void ContainerRuntime::recovering(std::function<void(Status)> done) {
+void Runtime::recovering(std::function<void(Status)> done) {
     recover_volume(sched_, cfg_, guard_.bind([this, done](Result<SharedVolume> r) {
         if (!r) return done(r.fail());
         volume_ = std::move(r.value());
@@ -251,26 +312,33 @@ void ContainerRuntime::recovering(std::function<void(Status)> done) {
     }));
 }
 
-void ContainerRuntime::probing_image(std::function<void()> done) {
-    probe_image(reaper_, sched_, cfg_, guard_.bind([this, done](journal::SeedInput in) {
+void Runtime::probing_image(std::function<void()> done) {
+    probe_image(reaper_, sched_, seed_input(cfg_), guard_.bind([this, done](journal::SeedInput in) {
         seed_input_ = std::move(in);
         done();
     }));
 }
 
-void ContainerRuntime::seeding(std::function<void(Status)> done) {
-    seed_volume(
-        sched_, volume_, seed_input_, guard_.bind([this, done](Result<journal::SeedOutcome> r) {
-            if (!r) return done(r.fail());
-            status_.set_versions({r->image_version, r->active_version, r->previous_version});
-            seeded_ = std::move(r.value());
-            done({});
-        }));
+void Runtime::seeding(std::function<void(Status)> done) {
+    seed_volume(sched_, volume_, seed_input_,
+                guard_.bind([this, done](Result<journal::SeedOutcome> r) {
+                    if (!r) return done(r.fail());
+                    status_.set_versions(
+                        {reported_image(r->image_version), r->active_version, r->previous_version});
+                    seeded_ = std::move(r.value());
+                    done({});
+                }));
+}
+
+// What the agent reports as the image's collector version: container mode's seed binary is the
+// image's; host mode has no image (docs/host-mode.md), whatever seeded the volume.
+std::string Runtime::reported_image(const std::string& seed_version) const {
+    return mode_ == Mode::container ? seed_version : "";
 }
 
 // The installer works on the recovered, seeded volume; its reports reach the agent and the
 // versions the agent describes.
-service::CriticalSection* ContainerRuntime::start_installer() {
+service::CriticalSection* Runtime::start_installer() {
     const journal::SeedOutcome& seeded = *seeded_;
     auto vol = std::shared_ptr<store::Volume>(volume_, &volume_->store);
     auto j = std::shared_ptr<journal::Journal>(volume_, &volume_->journal);
@@ -279,11 +347,13 @@ service::CriticalSection* ContainerRuntime::start_installer() {
     stager_ = std::make_unique<ExtractStager>(reaper_, sched_, vol, extract_limits(cfg_));
     downloader_ = std::make_unique<download::HttpDownloader>(
         loop_.get(), sched_, downloader_options(cfg_, volume_->state, proxy_));
-    update::Ports ports{*downloader_, verifier_,    *stager_,     preflight_,
-                        child_,       *volume_ops_, health_probe_};
+    stage::Preflighter& preflight =
+        unit_preflight_ ? static_cast<stage::Preflighter&>(*unit_preflight_) : preflight_;
+    update::Ports ports{*downloader_, verifier_,    *stager_,     preflight,
+                        *service_,    *volume_ops_, health_probe_};
     installer_ = std::make_unique<update::Installer>(
-        sched_, ports, update_settings(cfg_, seeded.image_version),
-        [this, image = seeded.image_version] {
+        sched_, ports, update_settings(cfg_, mode_, seeded.image_version),
+        [this, image = reported_image(seeded.image_version)] {
             status_.set_versions({image, installer_->active_version(), ""});
             metrics_.collector_version(installer_->active_version());
             status_.set_install_problem(installer_->unhealthy_reason());
@@ -311,9 +381,9 @@ service::CriticalSection* ContainerRuntime::start_installer() {
 }
 
 // The updater's own OpAMP agent. Versions and health come from seeding and the child (status_).
-void ContainerRuntime::start_agent() {
-    auto agent = make_agent(loop_.get(), sched_, cfg_, volume_->state, version_, status_,
-                            *packages_, proxy_);
+void Runtime::start_agent() {
+    auto agent = make_agent(loop_.get(), sched_, cfg_, volume_->state, version_, to_string(mode_),
+                            status_, *packages_, proxy_);
     if (!agent) {
         // The collector keeps running without the fleet server: losing the connection must
         // never cost the site its telemetry.
@@ -327,21 +397,21 @@ void ContainerRuntime::start_agent() {
     agent_->start();
 }
 
-// The crash loop's reason is the restart policy's, which only the child service knows.
-std::string ContainerRuntime::exit_reason() const {
+// The crash loop's reason is the restart policy's, which only the service knows.
+std::string Runtime::exit_reason() const {
     if (lifecycle_.exit_code() == 0) return "";
-    if (child_.desired() == service::Desired::gave_up) {
+    if (mode_ == Mode::container && service_->desired() == service::Desired::gave_up) {
         return "crash loop: the supervisor (" + cfg_.container->supervisor_command[0] + ") had " +
-               child_.give_up_reason() + "; gave up";
+               service_->give_up_reason() + "; gave up";
     }
     return lifecycle_.exit_reason();
 }
 
-Result<Exit> run_container(const config::Config& cfg, const std::string& version) {
+Result<Exit> run_mode(const config::Config& cfg, Mode mode, const std::string& version) {
     loop::Loop loop;
     std::optional<Result<Exit>> exit;
     {
-        ContainerRuntime runtime(loop, cfg, version);
+        Runtime runtime(loop, cfg, mode, version);
         auto code = runtime.run();
         if (code) {
             exit.emplace(Exit{*code, runtime.exit_reason()});

@@ -1,20 +1,28 @@
-// Container mode's composition root (spec "Process model"; docs/pid1.md): everything PID 1 owns
-// for the life of the process, and the order of events from start to exit.
+// The composition root of both modes: everything the updater owns for the life of the process,
+// and the order of events from start to exit. Container mode (`container`: PID 1 of a pod, spec
+// "Process model"; docs/pid1.md) and host mode (`run`: a systemd service beside the supervisor's
+// unit; docs/host-mode.md) differ in the service the installer stops and starts and in a few
+// settings (Mode below); the pipeline, recovery, seeding, the agent and the Lifecycle are the same.
 //
 // Owned here, built in this order and torn down in reverse before the loop is closed: the
-// scheduler, the signal watchers, the reaper, the heartbeat and the probe server, the child
-// service, the open volume and journal (kept after start-up: the installer works on them), the
-// status the agent reports, the installer, the OpAMP agent, and the Lifecycle that runs them.
+// scheduler, the signal watchers, the reaper, the heartbeat and the probe server, the service
+// (our child, or the supervisor's systemd unit), the open volume and journal (kept after start-up:
+// the installer works on them), the status the agent reports, the installer, the OpAMP agent, and
+// the Lifecycle that runs them.
 //
 // The story, in the order the Lifecycle (runtime/lifecycle.hpp: the stages, the shutdown, the
 // crash-loop exit) walks it:
-//   1. install the signal watchers, start the reaper, start the probe server;
+//   1. install the signal watchers, start the reaper, start the probe server (host mode: start
+//      reading the unit's state);
 //   2. recovering: open the volume and the state directory, journal recovery (work queue);
-//   3. probing_image: `seedBinary --version` through the reaper (a failure is an input too);
+//   3. probing_image: `seedBinary --version` through the reaper (a failure is an input too; host
+//      mode without host.seedBinary: no probe, the volume's version stands);
 //   4. seeding: the precedence decision, the copy when the image wins (work queue);
-//   5. running: build the installer on the seeded volume, start the child, start the agent;
-//   6. stopping (TERM/INT, a failed start, a crash loop): wait for the install's critical
-//      section, stop the child and the agent side by side, end the loop; exit 0, or 1.
+//   5. running: build the installer on the seeded volume, start the service, start the agent
+//      (host mode: READY=1 to systemd);
+//   6. stopping (TERM/INT, a failed start; container mode also a crash loop): wait for the
+//      install's critical section, stop the agent and (container mode) the child side by side,
+//      end the loop; exit 0, or 1. Host mode leaves the supervisor's unit running.
 // A failed recovery or seeding is exit 1. A completion that arrives after the runtime is gone (a
 // seed still copying when a TERM ended the loop finishes while the loop is closed) touches nothing
 // but its own job.
@@ -38,30 +46,37 @@
 #include "proc/reaper.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/metrics_feed.hpp"
+#include "runtime/notify.hpp"
 #include "runtime/package_adapter.hpp"
 #include "runtime/root_watch.hpp"
 #include "runtime/startup.hpp"
 #include "runtime/status.hpp"
+#include "runtime/unit_preflight.hpp"
 #include "runtime/update_ports.hpp"
 #include "runtime/update_seams.hpp"
 #include "service/child_service.hpp"
 #include "service/service_controller.hpp"
+#include "service/systemd_unit.hpp"
 #include "stage/preflight.hpp"
 #include "update/installer.hpp"
 #include "update/volume_ops.hpp"
 
 namespace myr::runtime {
 
-class ContainerRuntime {
-  public:
-    ContainerRuntime(loop::Loop& loop, const config::Config& cfg, std::string version);
-    ~ContainerRuntime();
-    ContainerRuntime(const ContainerRuntime&) = delete;
-    ContainerRuntime& operator=(const ContainerRuntime&) = delete;
+enum class Mode { container, host };
+const char* to_string(Mode m);
 
-    // Runs the container until the shutdown is complete; returns the exit code (0 after TERM or
-    // INT, 1 after a failed start or a crash loop). An error: the process could not even be set
-    // up (signals, reaper, probe listener).
+class Runtime {
+  public:
+    // `cfg` has the section of `mode` (container or host), as config::load_file checked.
+    Runtime(loop::Loop& loop, const config::Config& cfg, Mode mode, std::string version);
+    ~Runtime();
+    Runtime(const Runtime&) = delete;
+    Runtime& operator=(const Runtime&) = delete;
+
+    // Runs until the shutdown is complete; returns the exit code (0 after TERM or INT, 1 after a
+    // failed start or, in container mode, a crash loop). An error: the process could not even be
+    // set up (signals, reaper, probe listener, host mode's notify socket).
     [[nodiscard]] Result<int> run();
     // After run(): why it ended with a non-zero code, one line for the termination message ("" for
     // 0).
@@ -71,21 +86,27 @@ class ContainerRuntime {
     [[nodiscard]] Status start_trusted_root();
     [[nodiscard]] Status install_signals();
     [[nodiscard]] Status start_probes();
+    [[nodiscard]] Status start_host();
     LifecycleSteps steps();
     void recovering(std::function<void(Status)> done);
     void probing_image(std::function<void()> done);
     void seeding(std::function<void(Status)> done);
     service::CriticalSection* start_installer();
     void start_agent();
+    std::string reported_image(const std::string& seed_version) const;
 
     loop::Loop& loop_;
     const config::Config& cfg_;
+    const Mode mode_;
     std::string version_;
     loop::UvScheduler sched_;
     std::vector<std::unique_ptr<loop::SignalWatcher>> signals_;
     proc::Reaper reaper_;
     health::Heartbeat heartbeat_;
-    service::ChildService child_;
+    // Our child (container mode) or the supervisor's unit (host mode; `unit_` points at it).
+    std::unique_ptr<service::ServiceController> service_;
+    service::SystemdUnit* unit_ = nullptr;
+    std::optional<UnitNotifier> notifier_;  // host mode, once run() read $NOTIFY_SOCKET
     health::Readiness readiness_;
     MetricsFeed metrics_;
     RootWatch roots_;
@@ -100,6 +121,7 @@ class ContainerRuntime {
     std::unique_ptr<download::HttpDownloader> downloader_;
     std::unique_ptr<ExtractStager> stager_;
     stage::ReaperPreflighter preflight_;
+    std::unique_ptr<UnitPreflighter> unit_preflight_;  // host mode: preflight_ as the unit's user
     SigstoreVerifier verifier_;
     HttpHealthProbe health_probe_;
     // Built once the volume is recovered and seeded (they work on it).
@@ -111,14 +133,15 @@ class ContainerRuntime {
     loop::Guard guard_;
 };
 
-// How container mode ended: the exit code and, when it is not 0, why.
+// How a mode ended: the exit code and, when it is not 0, why.
 struct Exit {
     int code = 0;
     std::string reason;
 };
 
-// Runs container mode on a fresh loop and returns how it ended (or why it could not start); the
-// loop is closed (what is still on the work queue finishes first) before it returns.
-[[nodiscard]] Result<Exit> run_container(const config::Config& cfg, const std::string& version);
+// Runs a mode on a fresh loop and returns how it ended (or why it could not start); the loop is
+// closed (what is still on the work queue finishes first) before it returns.
+[[nodiscard]] Result<Exit> run_mode(const config::Config& cfg, Mode mode,
+                                    const std::string& version);
 
 }  // namespace myr::runtime
