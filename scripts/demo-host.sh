@@ -51,6 +51,8 @@ for lib in $(ldd "$bin" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p'); do
     [ -e "$rootfs$lib" ] || install -D -m 0644 "$lib" "$seed$lib"
 done
 cp "$tools/opampsupervisor" "$seed/usr/bin/"
+# The minbase rootfs has no /etc/hosts; the supervisor's bootstrap listens on "localhost".
+printf '127.0.0.1 localhost\n::1 localhost ip6-localhost\n' >"$seed/etc/hosts"
 cp "$tools/otelcol-1" "$seed/usr/lib/myriarch/otelcol-contrib"   # the seedBinary
 
 port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }

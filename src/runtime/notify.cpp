@@ -19,9 +19,13 @@ void UnitNotifier::ready(std::string_view status) {
     send("READY=1\nSTATUS=" + std::string(status));
 }
 
-void UnitNotifier::stopping() { send("STOPPING=1\nSTATUS=stopping"); }
+void UnitNotifier::stopping() {
+    send("STOPPING=1\nSTATUS=stopping");
+}
 
-void UnitNotifier::status(std::string_view text) { send("STATUS=" + std::string(text)); }
+void UnitNotifier::status(std::string_view text) {
+    send("STATUS=" + std::string(text));
+}
 
 // A lost notification is not worth stopping for: systemd's own timeouts say it (the start
 // times out, the watchdog fires). Said once, not at every tick.

@@ -53,20 +53,19 @@ std::unique_ptr<loop::Step> UnitPreflighter::run(stage::PreflightRequest request
     auto chain = std::make_unique<Chain>();
     Chain* c = chain.get();
     const std::string what = "preflight: the account of unit " + settings_.unit;
-    auto resolved = c->guard.bind([this, c, request, done,
-                                   what](Result<service::UnitAccount> account) mutable {
-        if (!account) return done(account.fail(what));
-        log::info("preflight: as the supervisor's unit runs",
-                  {{"unit", settings_.unit},
-                   {"account", account->describe()},
-                   {"environment", static_cast<int>(account->environment.size())}});
-        request.uid = account->uid;
-        request.gid = account->gid;
-        request.env = std::move(account->environment);
-        c->pending = inner_.run(std::move(request), std::move(done));
-    });
-    auto shown = c->guard.bind([this, c, resolved, what,
-                                done](Result<proc::Captured> r) mutable {
+    auto resolved =
+        c->guard.bind([this, c, request, done, what](Result<service::UnitAccount> account) mutable {
+            if (!account) return done(account.fail(what));
+            log::info("preflight: as the supervisor's unit runs",
+                      {{"unit", settings_.unit},
+                       {"account", account->describe()},
+                       {"environment", static_cast<int>(account->environment.size())}});
+            request.uid = account->uid;
+            request.gid = account->gid;
+            request.env = std::move(account->environment);
+            c->pending = inner_.run(std::move(request), std::move(done));
+        });
+    auto shown = c->guard.bind([this, c, resolved, what, done](Result<proc::Captured> r) mutable {
         if (!r) return done(r.fail(what));
         if (r->exit_code() != 0) {
             return done(fail(Errc::process, what + ": systemctl show exit " +
@@ -75,8 +74,7 @@ std::unique_ptr<loop::Step> UnitPreflighter::run(stage::PreflightRequest request
         auto spec = service::parse_unit_account(r->output);
         if (!spec) return done(spec.fail(what));
         c->pending = loop::post_job<service::UnitAccount>(
-            sched_, what,
-            [spec = std::move(*spec), s = settings_] { return resolve(spec, s); },
+            sched_, what, [spec = std::move(*spec), s = settings_] { return resolve(spec, s); },
             std::move(resolved));
     });
     systemctl_({"show", "-p", service::unit_account_properties(), settings_.unit}, kShowTimeout,

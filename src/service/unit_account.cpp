@@ -75,7 +75,9 @@ std::vector<std::string> split_words(std::string_view s) {
 
 }  // namespace
 
-const char* unit_account_properties() { return "User,Group,DynamicUser,Environment"; }
+const char* unit_account_properties() {
+    return "User,Group,DynamicUser,Environment";
+}
 
 Result<UnitAccountSpec> parse_unit_account(std::string_view text) {
     UnitAccountSpec spec;
@@ -92,8 +94,8 @@ Result<UnitAccountSpec> parse_unit_account(std::string_view text) {
     if (!seen) return fail(Errc::invalid, "systemctl show: no User= in its answer");
     for (const std::string& e : spec.environment) {
         if (e.find('=') == std::string::npos || e.front() == '=') {
-            return fail(Errc::invalid, "systemctl show: Environment= entry \"" + e +
-                                           "\" is not KEY=value");
+            return fail(Errc::invalid,
+                        "systemctl show: Environment= entry \"" + e + "\" is not KEY=value");
         }
     }
     return spec;

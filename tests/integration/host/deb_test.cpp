@@ -102,6 +102,10 @@ TEST_CASE("host package: the .deb installs on a booted systemd and its units sta
     REQUIRE(run({"install", "-D", tools + "/otelcol-1", seed / "usr/lib/myriarch/otelcol-contrib"})
                 .exit_code == 0);
     seed_libraries(updater_bin(), rootfs, seed);
+    // The minbase rootfs has no /etc/hosts, and the supervisor's bootstrap listens on
+    // "localhost": every host an operator installs on has one.
+    REQUIRE(run({"mkdir", "-p", seed / "etc"}).exit_code == 0);
+    write_file(seed / "etc/hosts", "127.0.0.1 localhost\n::1 localhost ip6-localhost\n");
     real::GoServer server(work, tools);
     const int otlp = reserve_port(), collector_health = reserve_port(),
               supervisor_health = reserve_port(), updater_health = reserve_port();

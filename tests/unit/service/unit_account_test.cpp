@@ -1,8 +1,8 @@
 // The supervisor unit's account for host mode's preflight: systemctl's answer parsed, names
 // resolved in passwd and group texts, and every way it cannot be resolved named.
-#include <doctest/doctest.h>
-
 #include "service/unit_account.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace myr;
 using service::UnitAccountSpec;
@@ -36,9 +36,8 @@ TEST_CASE("unit account: systemctl show's answer, with systemd's quoting of Envi
     CHECK(s->user == "otelcol");
     CHECK(s->group.empty());
     CHECK_FALSE(s->dynamic_user);
-    CHECK(s->environment == std::vector<std::string>{"GOMAXPROCS=2",
-                                                     "OTEL_RESOURCE_ATTRIBUTES=site=edge 7",
-                                                     "A=x\"y"});
+    CHECK(s->environment == std::vector<std::string>{
+                                "GOMAXPROCS=2", "OTEL_RESOURCE_ATTRIBUTES=site=edge 7", "A=x\"y"});
     auto none = service::parse_unit_account("User=\nGroup=\nDynamicUser=no\nEnvironment=\n");
     REQUIRE(none);
     CHECK(none->environment.empty());
