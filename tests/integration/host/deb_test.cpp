@@ -64,7 +64,8 @@ std::string collector_config(int otlp_port, int health_port) {
 std::string collector_exe(BootedSystemd& m) {
     const std::string pid = property(m, "opampsupervisor.service", "MainPID");
     if (pid.empty() || pid == "0") return "";
-    std::istringstream kids(m.run({"cat", "/proc/" + pid + "/task/" + pid + "/children"}).out);
+    // Every thread's children: a Go program forks from whichever thread runs the goroutine.
+    std::istringstream kids(m.run({"sh", "-c", "cat /proc/" + pid + "/task/*/children"}).out);
     for (std::string kid; kids >> kid;) {
         std::string exe = trimmed(m.run({"readlink", "/proc/" + kid + "/exe"}).out);
         if (exe.find("otelcol-contrib") != std::string::npos) return exe;
@@ -181,7 +182,8 @@ TEST_CASE("host package: the .deb installs on a booted systemd and its units sta
             return !exe.empty();
         },
         60s, 100ms);
-    CHECK_MESSAGE(running, m.run({"journalctl", "--no-pager", "-n", "60"}).out);
+    CHECK_MESSAGE(running,
+                  m.run({"journalctl", "--no-pager", "-u", "opampsupervisor", "-n", "40"}).out);
     CHECK(exe == "/var/lib/myriarch/collector/versions/" + first + "/otelcol-contrib");
     CHECK(trimmed(m.run({"readlink", "/var/lib/myriarch/collector/current"}).out) ==
           "versions/" + first);
