@@ -187,11 +187,12 @@ host:
   healthListen: 127.0.0.1:$updater_health
 YAML
 echo "# myriarch-updater validate --config /etc/myriarch/updater.yaml --mode host"
-inside myriarch-updater validate --config /etc/myriarch/updater.yaml --mode host | tail -3
+inside myriarch-updater validate --config /etc/myriarch/updater.yaml --mode host >"$demo/validate.log"
+echo "  valid ($(grep -c . "$demo/validate.log") lines of effective configuration printed)"
 
 say "start the updater's unit (Type=notify: systemctl returns at READY=1)"
 show systemctl start myriarch-updater.service
-inside systemctl --no-pager --lines=0 status myriarch-updater.service opampsupervisor.service | grep -E '^[●○]|Active:|Status:' || true
+inside systemctl --no-pager --lines=0 status myriarch-updater.service opampsupervisor.service 2>/dev/null | grep -E '^[●○]|Active:|Status:' || true
 for _ in $(seq 600); do
     curl -sf -m 1 -o /dev/null "http://127.0.0.1:$collector_health/" && break
     sleep 0.1
@@ -218,7 +219,9 @@ while time.time() < deadline:
         p = ((msg.get("packageStatuses") or {}).get("packages") or {}).get("otelcol-contrib")
         if not p or p.get("serverOfferedVersion") != version:
             continue
-        s = (p.get("status", ""), p.get("agentHasVersion", ""), p.get("errorMessage", ""))
+        # protojson names the enum's values PackageStatusEnum_<status>
+        status = p.get("status", "").removeprefix("PackageStatusEnum_")
+        s = (status, p.get("agentHasVersion", ""), p.get("errorMessage", ""))
         if s not in seen:
             seen.append(s)
             print(f"  PackageStatus {s[0]:<13} agent_has_version={s[1]} {s[2]}")
@@ -229,6 +232,9 @@ while time.time() < deadline:
     time.sleep(0.2)
 sys.exit(1)
 PY
+echo "  the updater's log (journalctl -t myriarch-updater):"
+inside journalctl -t myriarch-updater -o cat --no-pager | grep -E 'update: (state|signature verified)' |
+    sed -e 's/^ts=[^ ]* //' -e 's/ hash=[^ ]*//' -e 's/ reason="" class=""//' -e 's/^/    /' || true
 $installed || { echo "DEMO FAILED: $second was not reported Installed"; exit 1; }
 echo "current -> $(readlink "$root/var/lib/myriarch/collector/current")"
 
@@ -237,7 +243,7 @@ show myriarch-updater status --config /etc/myriarch/updater.yaml
 
 say "stop the updater: the supervisor's unit keeps running"
 show systemctl stop myriarch-updater.service
-inside systemctl --no-pager --lines=0 status myriarch-updater.service opampsupervisor.service | grep -E '^[●○]|Active:' || true
+inside systemctl --no-pager --lines=0 status myriarch-updater.service opampsupervisor.service 2>/dev/null | grep -E '^[●○]|Active:' || true
 
 say "halt"
 kill -TERM "$machine_pid"
