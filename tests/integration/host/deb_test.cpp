@@ -174,6 +174,8 @@ TEST_CASE("host package: the .deb installs on a booted systemd and its units sta
                   start.err << m.run({"journalctl", "-u", "myriarch-updater", "--no-pager"}).out);
     CHECK(property(m, "myriarch-updater.service", "ActiveState") == "active");
     CHECK(property(m, "myriarch-updater.service", "SubState") == "running");
+    // STATUS= as `systemctl status` shows it: "running; unit … (pid N)".
+    CHECK(property(m, "myriarch-updater.service", "StatusText").rfind("running; unit ", 0) == 0);
     // The supervisor's unit runs the collector from `current`, seeded by the updater.
     std::string exe;
     bool running = wait_until(
