@@ -75,7 +75,7 @@ std::string collector_exe(BootedSystemd& m) {
 
 }  // namespace
 
-// Install, start, stop, remove, install again, purge.
+// Install, start, upgrade, stop, remove, install again, purge.
 TEST_CASE("host package: the .deb installs on a booted systemd and its units start") {
     if (!is_root()) {
         report_skip("needs root for systemd-nspawn");
@@ -193,6 +193,15 @@ TEST_CASE("host package: the .deb installs on a booted systemd and its units sta
         [&] { return http_get("127.0.0.1", updater_health, "/readyz", 2s).status == 200; }, 60s,
         100ms));
     const std::string supervisor_pid = property(m, "opampsupervisor.service", "MainPID");
+
+    // An upgrade (the same package again): postinst restarts the updater on the new files, the
+    // supervisor's unit is not touched.
+    const std::string updater_pid = property(m, "myriarch-updater.service", "MainPID");
+    RunResult upgrade = m.run({"dpkg", "-i", "/opt/myr/myriarch-updater.deb"}, 120s);
+    REQUIRE_MESSAGE(upgrade.exit_code == 0, upgrade.out << upgrade.err);
+    CHECK(property(m, "myriarch-updater.service", "ActiveState") == "active");
+    CHECK(property(m, "myriarch-updater.service", "MainPID") != updater_pid);
+    CHECK(property(m, "opampsupervisor.service", "MainPID") == supervisor_pid);
 
     // The updater's stop: exit 0 (Result=success), the supervisor left running as it was.
     RunResult stop = m.run({"systemctl", "stop", "myriarch-updater.service"}, 90s);
