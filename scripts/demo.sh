@@ -14,36 +14,27 @@
 #                         build/demo (the demo's own test, tests/integration/packaging/demo_test.sh)
 #   MYR_DEMO_INTEROP=DIR  where the npm signer is installed and run from (default tests/interop)
 #   MYR_DEMO_KEEP=1       keep the pod's directory
+#
+# `bash scripts/demo.sh host` is host mode's demo instead (scripts/demo-host.sh): the .deb on a
+# booted systemd with the real supervisor and collector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = host ]; then exec bash scripts/demo-host.sh; fi
 . scripts/deps.sh
 myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" || exit 1
 # The signer (@sigstore/sign, with @sigstore/mock standing in for Fulcio and Rekor) is installed
 # like the Debian packages. Without it the demo stops rather than quietly showing unsigned
 # installs: signature verification is what it is there to show.
 interop=${MYR_DEMO_INTEROP:-tests/interop}
-signing=true
-if [ -n "${MYR_DEMO_UNSIGNED:-}" ]; then
-    signing=false
-elif ! myr_need_interop "$interop"; then
-    echo "demo: the releases are signed by the npm signer of $interop (@sigstore/sign), which could" >&2
-    echo "      not be installed (see above). MYR_DEMO_UNSIGNED=1 runs the demo without signatures." >&2
-    exit 1
-fi
+signing=$(myr_demo_signing "$interop" demo) || exit 1
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
-if [ -n "${MYR_DEMO_BUILD:-}" ]; then
-    dir=$(cd "$MYR_DEMO_BUILD" && pwd)
-    say "binaries: myriarch-updater and the stand-ins from $dir"
-else
-    say "build: static myriarch-updater and the stand-in supervisor and collector"
-    dir=$PWD/build/demo
-    [ -d "$dir" ] || meson setup "$dir" -Dstatic=true -Dfault_injection=false -Dbuildtype=release >/dev/null
-    ninja -C "$dir" myriarch-updater tests/fakes/fake-otelcol tests/fakes/fake-opampsupervisor \
-        tests/servers/opamp-test-server >/dev/null
-fi
+say "build: static myriarch-updater and the stand-in supervisor and collector"
+dir=$(myr_demo_build myriarch-updater tests/fakes/fake-otelcol tests/fakes/fake-opampsupervisor \
+    tests/servers/opamp-test-server)
+echo "binaries from $dir"
 bin=$dir/myriarch-updater
 file "$bin" | sed 's/, BuildID[^,]*//'
 "$bin" version

@@ -67,6 +67,30 @@ myr_need_node() {
 # tests. A stamp in node_modules holds the hash of the package.json it was installed from, so
 # that an unchanged install costs no npm run; npm's own cache (~/.npm) makes a reinstall cheap.
 # Fails, saying why, when npm cannot install them.
+# The demos' build directory: $MYR_DEMO_BUILD when set (its binaries as they are), else
+# build/demo (static, release) with the ninja targets given built. Prints its absolute path.
+myr_demo_build() {
+    if [ -n "${MYR_DEMO_BUILD:-}" ]; then (cd "$MYR_DEMO_BUILD" && pwd); return; fi
+    local dir=$PWD/build/demo
+    [ -d "$dir" ] || meson setup "$dir" -Dstatic=true -Dfault_injection=false -Dbuildtype=release >/dev/null
+    ninja -C "$dir" "$@" >/dev/null
+    echo "$dir"
+}
+
+# The demos' signer (scripts/demo.sh, scripts/demo-host.sh): prints `true` (sign with the npm
+# signer of DIR, installed here) or `false` (MYR_DEMO_UNSIGNED is set); fails, saying why and how
+# to run unsigned, when the signer cannot be installed. $2 names the demo in the message.
+myr_demo_signing() {
+    local dir=$1 who=$2
+    if [ -n "${MYR_DEMO_UNSIGNED:-}" ]; then echo false; return 0; fi
+    if ! myr_need_interop "$dir" >&2; then
+        echo "$who: the releases are signed by the npm signer of $dir (@sigstore/sign), which could" >&2
+        echo "      not be installed (see above). MYR_DEMO_UNSIGNED=1 runs the demo without signatures." >&2
+        return 1
+    fi
+    echo true
+}
+
 myr_need_interop() {
     local dir=${1:-tests/interop}
     myr_need_node || return 1

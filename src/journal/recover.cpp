@@ -105,13 +105,13 @@ Result<std::string> judge_trial(const store::Volume& vol, Journal& journal, cons
                                 const TrialRule& rule, Recovery& out) {
     if (rule.now >= r.trial_until) {
         out.trial_completed = true;
-        return "trial of " + r.to + " completed while the container was down";
+        return "trial of " + r.to + " completed while the updater was down";
     }
     Record counted = r;
     ++counted.boots;
     if (counted.boots >= rule.max_boots) {
         out.trial_rolled_back = true;
-        out.trial_reason = "rolled back after commit: the container restarted " +
+        out.trial_reason = "rolled back after commit: the updater restarted " +
                            std::to_string(counted.boots) + " times during the trial of " + r.to +
                            " (update.trialMaxBoots " + std::to_string(rule.max_boots) + ")";
         auto done = restore(vol, r.from);

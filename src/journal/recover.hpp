@@ -25,7 +25,7 @@ struct Recovery {
     int temp_removed = 0;             // leftover temp files removed
     int spool_removed = 0;            // spool entries removed
     // A trial the start found (phase "trial"): one of the three ends below, or none.
-    bool trial_completed = false;    // its deadline passed while the container was down
+    bool trial_completed = false;    // its deadline passed while the updater was down
     bool trial_rolled_back = false;  // trialMaxBoots reached: `current` back to `from`
     std::optional<Record> trial;     // goes on: the record as rewritten (boots counted)
     std::string trial_reason;        // "rolled back after commit: …" when rolled back

@@ -332,8 +332,30 @@ void Runtime::seeding(std::function<void(Status)> done) {
                     status_.set_versions(
                         {reported_image(r->image_version), r->active_version, r->previous_version});
                     seeded_ = std::move(r.value());
-                    done({});
+                    stop_unit_if_moved(done);
                 }));
+}
+
+// Host mode: the supervisor's unit is systemd's and outlived the updater, so after a kill in an
+// install's `starting` or `health-checking` it runs the new version while recovery has just put
+// `current` back (evidence: integration-host's kill -9 case). When start-up moved `current`, the
+// unit is stopped here, and the lifecycle's next step starts it on the new `current`. An
+// unchanged `current` leaves a running unit alone: restarting the updater restarts no collector.
+void Runtime::stop_unit_if_moved(std::function<void(Status)> done) {
+    const std::string& before = volume_->current_before;
+    if (mode_ != Mode::host || before == seeded_->active_version) return done({});
+    log::warn(
+        "host mode: start-up moved current; the supervisor's unit is restarted on it",
+        {{"unit", cfg_.host->service_name}, {"was", before}, {"now", seeded_->active_version}});
+    service_->stop(guard_.bind([this, done](Status st) {
+        // Not fatal: the start that follows runs on the new `current` if the stop did happen,
+        // and a unit left on the old version is what the health and the next install see.
+        if (!st) {
+            log::error("host mode: the supervisor's unit could not be stopped",
+                       {{"unit", cfg_.host->service_name}, {"error", st.error().message()}});
+        }
+        done({});
+    }));
 }
 
 // What the agent reports as the image's collector version: container mode's seed binary is the
@@ -378,7 +400,7 @@ service::CriticalSection* Runtime::start_installer() {
         installer_->report_interrupted(*volume_->interrupted, cfg_.collector.binary);
         metrics_.count(classify_recovered(*volume_->interrupted, volume_->interrupted_swapped));
     }
-    // A trial that recovery let go on (the container restarted within it) runs to its deadline.
+    // A trial that recovery let go on (the updater restarted within it) runs to its deadline.
     if (volume_->trial && seeded.active_version == volume_->trial->to) {
         installer_->resume_trial(volume_->trial->to, volume_->trial->trial_until);
     }

@@ -17,7 +17,9 @@
 //   2. recovering: open the volume and the state directory, journal recovery (work queue);
 //   3. probing_image: `seedBinary --version` through the reaper (a failure is an input too; host
 //      mode without host.seedBinary: no probe, the volume's version stands);
-//   4. seeding: the precedence decision, the copy when the image wins (work queue);
+//   4. seeding: the precedence decision, the copy when the image wins (work queue); host mode:
+//      when recovery or seeding moved `current`, the supervisor's unit (which outlived the
+//      updater and may run the version `current` named before) is stopped, to be started next;
 //   5. running: build the installer on the seeded volume, start the service, start the agent
 //      (host mode: READY=1 to systemd);
 //   6. stopping (TERM/INT, a failed start; container mode also a crash loop): wait for the
@@ -91,6 +93,7 @@ class Runtime {
     void recovering(std::function<void(Status)> done);
     void probing_image(std::function<void()> done);
     void seeding(std::function<void(Status)> done);
+    void stop_unit_if_moved(std::function<void(Status)> done);
     service::CriticalSection* start_installer();
     void start_agent();
     std::string reported_image(const std::string& seed_version) const;

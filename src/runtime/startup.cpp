@@ -22,6 +22,8 @@ Result<SharedVolume> open_and_recover(const std::string& install_dir, const std:
     auto opened = std::make_shared<OpenVolume>(
         OpenVolume{std::move(vol.value()), *state, journal::Journal(*state), std::nullopt,
                    std::nullopt, std::nullopt, std::move(*lock)});
+    auto before = store::current_target(opened->store);
+    if (before) opened->current_before = *before;
     auto rec = journal::recover(
         opened->store, opened->journal,
         [&state = opened->state] { return download::tidy_spool(state); },

@@ -45,6 +45,9 @@ struct OpenVolume {
     // With `interrupted`: recovery put the previous version back under it, as it had been
     // swapped in (update::swapped_in) or its trial used up update.trialMaxBoots.
     bool interrupted_swapped = false;
+    // The version `current` named before recovery ("" when none): host mode's supervisor unit
+    // outlives the updater and may still run it.
+    std::string current_before{};
 };
 using SharedVolume = std::shared_ptr<OpenVolume>;
 

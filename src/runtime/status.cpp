@@ -47,11 +47,16 @@ void CollectorStatus::child_changed() {
     if (!following_) return;
     service::State state = child_.state();
     pid_t pid = child_.pid();
-    if (reported_ && state == last_state_ && pid == last_pid_) return;
+    const bool gave_up = child_.desired() == service::Desired::gave_up;
+    if (reported_ && state == last_state_ && pid == last_pid_ && gave_up == last_gave_up_) return;
     bool was_running = reported_ && last_state_ == service::State::running;
+    // The give-up usually follows a wait to restart, not a run (a systemd unit that hit its
+    // start limit): it is the error to report then, not the restart before it.
+    bool gave_up_now = gave_up && !(reported_ && last_gave_up_);
     reported_ = true;
     last_state_ = state;
     last_pid_ = pid;
+    last_gave_up_ = gave_up;
     uint64_t now = unix_nano(clock_.wall());
     health_.healthy = state == service::State::running;
     health_.status = "supervisor " + child_.describe();
@@ -59,7 +64,7 @@ void CollectorStatus::child_changed() {
     if (health_.healthy && (!was_running || health_.start_time_unix_nano == 0)) {
         health_.start_time_unix_nano = now;
     }
-    if (was_running && !health_.healthy) {
+    if ((was_running && !health_.healthy) || gave_up_now) {
         health_.last_error = "supervisor ended: " + child_.describe();
     }
     if (on_change_) on_change_();

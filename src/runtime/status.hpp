@@ -55,6 +55,7 @@ class CollectorStatus : public opamp::StatusProvider {
     bool reported_ = false;  // the child's state has been reported at least once
     service::State last_state_ = service::State::stopped;
     pid_t last_pid_ = -1;
+    bool last_gave_up_ = false;  // the child's restart policy had given up at the last report
     std::function<void()> on_change_;
 };
 

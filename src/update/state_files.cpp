@@ -317,7 +317,7 @@ void count_restart(Attempt& a, const std::string& phase, int64_t carried, int64_
     if (!ran_new_version(phase) || a.restarts < max_restarts) return;
     a.outcome = Outcome::rolled_back;
     a.transient = false;
-    a.reason = "rolled back: the container restarted " + std::to_string(a.restarts) +
+    a.reason = "rolled back: the updater restarted " + std::to_string(a.restarts) +
                " times while " + a.version + " was started or checked (update.trialMaxBoots " +
                std::to_string(max_restarts) + "); " + a.reason;
 }

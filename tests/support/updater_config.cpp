@@ -14,6 +14,10 @@ std::string field(const std::string& key, const std::string& value) {
     return value.empty() ? "" : "  " + key + ": " + value + "\n";
 }
 
+std::string boolean(const std::optional<bool>& b) {
+    return b ? std::string(*b ? "true" : "false") : std::string();
+}
+
 }  // namespace
 
 std::string UpdaterConfig::network() const {
@@ -26,9 +30,33 @@ std::string UpdaterConfig::network() const {
     return body.empty() ? "" : "network:\n  proxy:\n" + body;
 }
 
+std::string UpdaterConfig::listen() const {
+    std::string l = health_port ? "127.0.0.1:" + std::to_string(health_port) : "";
+    return health_listen.empty() ? l : health_listen;
+}
+
+std::string UpdaterConfig::container() const {
+    std::string command;
+    for (const auto& a : supervisor_command) command += (command.empty() ? "" : ", ") + quote(a);
+    return "container:\n  supervisorCommand: [" + command + "]\n" +
+           field("seedBinary", seed_binary) + field("seedPolicy", seed_policy) +
+           field("stopSignal", stop_signal) + field("stopTimeout", stop_timeout) +
+           field("restartDelay", restart_delay) +
+           field("maxRestarts", max_restarts ? std::to_string(*max_restarts) : "") +
+           field("restartWindow", restart_window) +
+           "  terminationMessagePath: " + quote(termination_message_path) + "\n" +
+           field("healthListen", quote(listen())) + field("metrics", boolean(metrics));
+}
+
+// Host mode has no probe server unless healthListen is given: an empty one is left out.
+std::string UpdaterConfig::host() const {
+    const std::string l = listen();
+    return "host:\n" + field("serviceName", host_service_name) +
+           field("pollInterval", host_poll_interval) + field("seedBinary", seed_binary) +
+           field("healthListen", l.empty() ? "" : quote(l)) + field("metrics", boolean(metrics));
+}
+
 std::string UpdaterConfig::yaml() const {
-    std::string listen = health_port ? "127.0.0.1:" + std::to_string(health_port) : "";
-    if (!health_listen.empty()) listen = health_listen;
     std::string prefixes;
     for (const auto& p : allowed_download_prefixes) {
         prefixes += (prefixes.empty() ? "" : ", ") + quote(p);
@@ -42,9 +70,6 @@ std::string UpdaterConfig::yaml() const {
             signer += "    " + key + ": " + quote(value) + "\n";
         }
     }
-    auto boolean = [](const std::optional<bool>& b) {
-        return b ? std::string(*b ? "true" : "false") : std::string();
-    };
     auto number = [](const std::optional<int>& n) { return n ? std::to_string(*n) : ""; };
     return "server:\n" + field("endpoint", endpoint) + field("caFile", ca_file) +
            field("enrollmentTokenFile", enrollment_token_file) +
@@ -71,25 +96,7 @@ std::string UpdaterConfig::yaml() const {
            field("configFile", config_file) + "supervisor:\n" + field("storageDir", storage_dir) +
            (supervisor_health_off ? "  healthUrl: \"\"\n"
                                   : field("healthUrl", supervisor_health_url)) +
-           (host_service_name.empty() ? container() : host()) +
-           field("healthListen", quote(listen)) + field("metrics", boolean(metrics));
-}
-
-std::string UpdaterConfig::container() const {
-    std::string command;
-    for (const auto& a : supervisor_command) command += (command.empty() ? "" : ", ") + quote(a);
-    return "container:\n  supervisorCommand: [" + command + "]\n" +
-           field("seedBinary", seed_binary) + field("seedPolicy", seed_policy) +
-           field("stopSignal", stop_signal) + field("stopTimeout", stop_timeout) +
-           field("restartDelay", restart_delay) +
-           field("maxRestarts", max_restarts ? std::to_string(*max_restarts) : "") +
-           field("restartWindow", restart_window) +
-           "  terminationMessagePath: " + quote(termination_message_path) + "\n";
-}
-
-std::string UpdaterConfig::host() const {
-    return "host:\n" + field("serviceName", host_service_name) +
-           field("pollInterval", host_poll_interval) + field("seedBinary", seed_binary);
+           (host_service_name.empty() ? container() : host());
 }
 
 std::string UpdaterConfig::write(const std::string& path) const {

@@ -1,5 +1,6 @@
-// An updater.yaml for a test of the `container` command: the fields the tests set, each written
-// only when set, so that everything else keeps the product's default.
+// An updater.yaml for a test of the `container` command, or of `run` (host mode) when
+// host_service_name is set: the fields the tests set, each written only when set, so that
+// everything else keeps the product's default.
 #pragma once
 
 #include <optional>
@@ -67,18 +68,20 @@ struct UpdaterConfig {
     // container.terminationMessagePath. "" writes "" (off): a test machine that is itself a
     // Kubernetes pod has a /dev/termination-log of its own, which no test may overwrite.
     std::string termination_message_path;
-    // host: written instead of container: when host_service_name is set (docs/host-mode.md);
-    // seed_binary, health_port, health_listen and metrics go there too.
-    std::string host_service_name;
-    std::string host_poll_interval;
     int health_port = 0;        // container.healthListen on 127.0.0.1; 0 writes "" (probes off)
     std::string health_listen;  // container.healthListen as given ("[::1]:13135"), over health_port
     std::optional<bool> metrics;  // container.metrics (unset: the default, on)
+    // host: set host_service_name for `run`; the host section then replaces the container one,
+    // and health_port, health_listen, metrics and seed_binary are written as host.healthListen,
+    // host.metrics and host.seedBinary.
+    std::string host_service_name;
+    std::string host_poll_interval;
 
     std::string yaml() const;
     std::string network() const;    // the network: section, "" when nothing of it is set
-    std::string container() const;  // the container: section, up to healthListen
-    std::string host() const;       // the host: section, up to healthListen
+    std::string container() const;  // the container: section
+    std::string host() const;       // the host: section
+    std::string listen() const;     // the health listener, "" when off
     // Writes yaml() to `path`; returns `path`.
     std::string write(const std::string& path) const;
 };

@@ -137,6 +137,64 @@ inline std::vector<UpdaterStatus> updater_statuses(const GoServer& s, const std:
     return out;
 }
 
+// The first final status (Installed or InstallFailed) of `version` after record line `from`.
+inline std::optional<UpdaterStatus> wait_final(const GoServer& s, const std::string& version,
+                                               size_t from, Millis t) {
+    std::optional<UpdaterStatus> found;
+    wait_until(
+        [&] {
+            for (const UpdaterStatus& st : updater_statuses(s, version, from)) {
+                if (st.status == "PackageStatusEnum_Installed" ||
+                    st.status == "PackageStatusEnum_InstallFailed") {
+                    found = st;
+                    return true;
+                }
+            }
+            return false;
+        },
+        t, 100ms);
+    return found;
+}
+
+// The updater's non-identifying `key` in its newest report that carries it.
+inline std::string updater_attribute(const GoServer& s, const std::string& key) {
+    std::string v;
+    for (auto& m : s.from("myriarch-updater")) {
+        if (json_object* non = opamp::get(m.get(), "non_identifying")) {
+            v = opamp::str(non, key.c_str());
+        }
+    }
+    return v;
+}
+
+// A release as an operator's CI would publish it: dir/artifacts/<name>, a tar.gz whose one member
+// is `binary` under the name the volume uses. Returns its path.
+inline std::string release_archive(const std::string& dir, const std::string& binary,
+                                   const std::string& name) {
+    const std::string tree = dir + "/rel-" + name;
+    REQUIRE(run({"mkdir", "-p", tree, dir + "/artifacts"}).exit_code == 0);
+    REQUIRE(run({"cp", binary, tree + "/otelcol-contrib"}).exit_code == 0);
+    const std::string out = dir + "/artifacts/" + name;
+    RunResult t = run({"tar", "czf", out, "-C", tree, "otelcol-contrib"}, 120s);
+    REQUIRE_MESSAGE(t.exit_code == 0, "tar: " << t.err);
+    return out;
+}
+
+// The instance_id in `storage`/persistent_state.yaml, as the supervisor wrote it ("" when
+// absent).
+inline std::string instance_id_in(const std::string& storage) {
+    std::istringstream in(read_file(storage + "/persistent_state.yaml"));
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("instance_id:", 0) == 0) {
+            std::string v = line.substr(12);
+            v.erase(0, v.find_first_not_of(" \"'"));
+            v.erase(v.find_last_not_of(" \"'\r") + 1);
+            return v;
+        }
+    }
+    return "";
+}
+
 // The directories, ports and the three configs (updater, supervisor, collector base) of one
 // container running the real peers.
 struct Peers {
@@ -247,18 +305,7 @@ struct Peers {
     }
 
     // persistent_state.yaml's instance_id, as the supervisor wrote it ("" when absent).
-    std::string supervisor_instance_id() const {
-        std::istringstream in(read_file(storage + "/persistent_state.yaml"));
-        for (std::string line; std::getline(in, line);) {
-            if (line.rfind("instance_id:", 0) == 0) {
-                std::string v = line.substr(12);
-                v.erase(0, v.find_first_not_of(" \"'"));
-                v.erase(v.find_last_not_of(" \"'\r") + 1);
-                return v;
-            }
-        }
-        return "";
-    }
+    std::string supervisor_instance_id() const { return instance_id_in(storage); }
 
     int get(int port, const std::string& path) const {
         return http_get("127.0.0.1", port, path, 2s).status;
@@ -268,16 +315,9 @@ struct Peers {
     bool wait_collector_healthy(Millis t = 90s) const {
         return wait_until([&] { return get(collector_health_port, "/") == 200; }, t, 100ms);
     }
-    // A release as an operator's CI would publish it: dir/artifacts/<name>, a tar.gz whose one
-    // member is `binary` under the name the volume uses. Returns its path.
+    // real::release_archive in this container's directory.
     std::string release_archive(const std::string& binary, const std::string& name) const {
-        const std::string tree = dir / ("rel-" + name);
-        REQUIRE(run({"mkdir", "-p", tree, dir / "artifacts"}).exit_code == 0);
-        REQUIRE(run({"cp", binary, tree + "/otelcol-contrib"}).exit_code == 0);
-        const std::string out = dir / ("artifacts/" + name);
-        RunResult t = run({"tar", "czf", out, "-C", tree, "otelcol-contrib"}, 120s);
-        REQUIRE_MESSAGE(t.exit_code == 0, "tar: " << t.err);
-        return out;
+        return real::release_archive(dir.path(), binary, name);
     }
     // With `ca_file`, the supervisor trusts that CA for wss:// (its server.tls.ca_file).
     void write_peer_configs(const std::string& endpoint, const std::string& ca_file = "") const {

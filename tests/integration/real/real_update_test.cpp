@@ -23,34 +23,6 @@ namespace {
 
 using Status = UpdaterStatus;
 
-// The first final status (Installed or InstallFailed) of `version` after line `from`.
-std::optional<Status> wait_final(const GoServer& s, const std::string& version, size_t from,
-                                 Millis t) {
-    std::optional<Status> found;
-    wait_until(
-        [&] {
-            for (const Status& st : updater_statuses(s, version, from)) {
-                if (st.status == "PackageStatusEnum_Installed" ||
-                    st.status == "PackageStatusEnum_InstallFailed") {
-                    found = st;
-                    return true;
-                }
-            }
-            return false;
-        },
-        t, 100ms);
-    return found;
-}
-
-// The updater's non-identifying `key` in its newest report that carries it.
-std::string updater_attribute(const GoServer& s, const std::string& key) {
-    std::string v;
-    for (auto& m : s.from("myriarch-updater")) {
-        if (json_object* non = get(m.get(), "non_identifying")) v = str(non, key.c_str());
-    }
-    return v;
-}
-
 // The collector process below the updater runs the binary of `version` from the volume.
 bool collector_runs(const Updater& u, const Peers& p, const std::string& version) {
     return find_descendant(u.pid(), p.install + "/versions/" + version + "/otelcol-contrib") > 0;

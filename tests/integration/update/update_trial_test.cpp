@@ -115,7 +115,7 @@ TEST_CASE(
     auto st = rig.wait_status("0.117.0", "InstallFailed", from, 60s);
     REQUIRE_MESSAGE(st, "no report; record:\n" << rig.record() << "\nlog:\n" << u.log());
     CHECK_MESSAGE(
-        st->error.rfind("rolled back after commit: the container restarted 3 times", 0) == 0,
+        st->error.rfind("rolled back after commit: the updater restarted 3 times", 0) == 0,
         st->error);
     CHECK(st->has == "0.116.0");
     check_settled(rig, "0.116.0");
@@ -166,7 +166,7 @@ TEST_CASE("update: a version whose container dies three times while it is checke
     rig.offer(bad);
     auto st = rig.wait_status("0.117.0", "InstallFailed", from, 30s);
     REQUIRE_MESSAGE(st, "no report; record:\n" << rig.record() << "\nlog:\n" << u.log());
-    CHECK_MESSAGE(st->error.rfind("quarantined: rolled back: the container restarted 3 times while "
+    CHECK_MESSAGE(st->error.rfind("quarantined: rolled back: the updater restarted 3 times while "
                                   "0.117.0 was started or checked",
                                   0) == 0,
                   st->error);

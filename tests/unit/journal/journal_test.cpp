@@ -362,14 +362,14 @@ TEST_CASE("recover: the start that uses up trialMaxBoots switches back before an
     REQUIRE(r);
     CHECK(r->trial_rolled_back);
     CHECK(r->trial_reason ==
-          "rolled back after commit: the container restarted 3 times during the trial of 0.116.0 "
+          "rolled back after commit: the updater restarted 3 times during the trial of 0.116.0 "
           "(update.trialMaxBoots 3)");
     CHECK(f.current() == "0.115.0");
     CHECK(store::intact(f.vol, "0.116.0"));  // GC decides later, as after any rollback
     CHECK(f.j.load()->kind == journal::Loaded::Kind::absent);
 }
 
-TEST_CASE("recover: a trial whose deadline passed while the container was down is over") {
+TEST_CASE("recover: a trial whose deadline passed while the updater was down is over") {
     Fixture f;
     on_trial(f, 2);
     auto r = journal::recover(f.vol, f.j, f.spool, journal::TrialRule{3, 2000});

@@ -8,6 +8,7 @@
 #include "loop/fake_scheduler.hpp"
 #include "proc/fake_processes.hpp"
 #include "service/child_service.hpp"
+#include "service/systemd_unit.hpp"
 
 using namespace myr;
 using namespace std::chrono_literals;
@@ -80,6 +81,45 @@ TEST_CASE("collector status: an end and a restart are reported when they happen,
 
     rig.sched.advance(1h);  // an unchanged child never produces a report
     CHECK(rig.changes == after_start + 2);
+}
+
+// A systemd unit that hit its start limit goes from waiting to restart straight to failed, never
+// running in between as the poll saw it: the give-up itself is the error.
+TEST_CASE("collector status: a unit's give-up is the last error, not the restart before it") {
+    loop::FakeScheduler sched;
+    std::string unit_text;
+    auto show = [&](const std::string& active, const std::string& sub, int restarts, int pid) {
+        unit_text = "LoadState=loaded\nActiveState=" + active + "\nSubState=" + sub +
+                    "\nResult=exit-code\nNRestarts=" + std::to_string(restarts) +
+                    "\nMainPID=" + std::to_string(pid) + "\n";
+    };
+    service::SystemdUnit unit(
+        [&](const std::vector<std::string>&, Duration,
+            std::function<void(Result<proc::Captured>)> done) {
+            proc::Captured c;
+            c.output = unit_text;
+            sched.post([done, c] { done(c); });
+        },
+        sched, {"opampsupervisor.service", 1s, 90s, 90s});
+    runtime::CollectorStatus status(sched, unit);
+    show("active", "running", 0, 4242);
+    unit.watch();
+    sched.run_pending();
+    status.follow();
+    CHECK(status.health().healthy);
+    show("activating", "auto-restart", 1, 0);
+    sched.advance(1s);
+    CHECK(status.health().last_error ==
+          "supervisor ended: unit opampsupervisor.service not running: restarting (1 restarts)");
+    show("failed", "failed", 1, 0);  // the start limit refused the restart
+    sched.advance(1s);
+    REQUIRE(unit.desired() == service::Desired::gave_up);
+    auto h = status.health();
+    CHECK_FALSE(h.healthy);
+    CHECK(h.status == "supervisor " + unit.describe());
+    CHECK(h.last_error ==
+          "supervisor ended: unit opampsupervisor.service failed and will not be restarted "
+          "(Result=exit-code, 1 restarts)");
 }
 
 TEST_CASE("collector status: a rollback that stayed unhealthy is reported unhealthy with why") {

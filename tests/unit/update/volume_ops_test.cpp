@@ -285,7 +285,7 @@ TEST_CASE(
     CHECK(a.restarts == 3);
     CHECK(a.package_hash_hex == std::string(64, 'e'));
     CHECK(a.reason ==
-          "rolled back: the container restarted 3 times while 0.117.0 was started or checked "
+          "rolled back: the updater restarted 3 times while 0.117.0 was started or checked "
           "(update.trialMaxBoots 3); interrupted while starting; recovery: switched current to "
           "0.116.0");
     // Another package starts its own count.
@@ -625,7 +625,7 @@ TEST_CASE(
     REQUIRE(att->has_value());
     CHECK((*att)->outcome == Outcome::rolled_back);
     CHECK((*att)->package_hash_hex == std::string(64, 'e'));
-    CHECK((*att)->reason.rfind("rolled back after commit: the container restarted 3 times during "
+    CHECK((*att)->reason.rfind("rolled back after commit: the updater restarted 3 times during "
                                "the trial of 0.117.0 (update.trialMaxBoots 3); recovery: ",
                                0) == 0);
 }
