@@ -59,6 +59,22 @@ std::string host_rootfs() {
     return trimmed(r.out.substr(at + 16));
 }
 
+std::string bootable_rootfs(const std::vector<std::string>& binaries) {
+    if (!is_root()) {
+        report_skip("needs root for systemd-nspawn");
+        return "";
+    }
+    for (const std::string& b : binaries) {
+        if (run({"ldd", b}).out.find("=>") != std::string::npos) {
+            report_skip(b +
+                        " is linked dynamically; the machine runs only static binaries "
+                        "(meson setup -Dstatic=true, scripts/test.sh's static stage)");
+            return "";
+        }
+    }
+    return host_rootfs();
+}
+
 BootedSystemd::BootedSystemd(const std::string& rootfs, const BootOptions& opts) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> argv{"unshare",   "--mount", "--propagation", "private",

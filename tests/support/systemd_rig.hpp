@@ -31,6 +31,12 @@ namespace myr::test {
 // that fails otherwise fails the test.
 std::string host_rootfs();
 
+// host_rootfs() for a test that boots it and runs `binaries` inside: "" after reporting a skip
+// when this process is not root (systemd-nspawn needs it) or one of them is linked dynamically
+// (the machine has none of the host's libraries: the static build runs them, scripts/test.sh's
+// static stage).
+std::string bootable_rootfs(const std::vector<std::string>& binaries = {});
+
 struct BootOptions {
     // Copied over the root before the boot: units, binaries, configuration ("" = nothing).
     std::string seed_dir;

@@ -27,15 +27,6 @@ std::string unit_property(BootedSystemd& m, const std::string& unit, const std::
     return v;
 }
 
-// The rootfs, or "" after reporting why this machine cannot boot one.
-std::string rootfs_or_skip() {
-    if (!is_root()) {
-        report_skip("needs root for systemd-nspawn");
-        return "";
-    }
-    return host_rootfs();
-}
-
 // A seed directory for BootOptions with one unit in /etc/systemd/system.
 void seed_unit(const TempDir& seed, const std::string& name, const std::string& text) {
     run({"mkdir", "-p", seed / "etc/systemd/system"});
@@ -45,7 +36,7 @@ void seed_unit(const TempDir& seed, const std::string& name, const std::string& 
 }  // namespace
 
 TEST_CASE("host rig: a bookworm systemd boots as PID 1 on a clean overlay and runs our units") {
-    const std::string rootfs = rootfs_or_skip();
+    const std::string rootfs = bootable_rootfs();
     if (rootfs.empty()) return;
     TempDir seed;
     seed_unit(seed, "myr-hello.service", "[Service]\nExecStart=/bin/sleep infinity\n");
@@ -82,7 +73,7 @@ TEST_CASE("host rig: a bookworm systemd boots as PID 1 on a clean overlay and ru
 // what systemd 252 itself answers for a unit that crash-loops until its start limit.
 TEST_CASE(
     "host rig: a real unit's restarts and start limit map to waiting_to_restart and gave_up") {
-    const std::string rootfs = rootfs_or_skip();
+    const std::string rootfs = bootable_rootfs();
     if (rootfs.empty()) return;
     TempDir seed;
     // Fails at once, restarted 1 s later, 3 starts within a minute at most: the fourth is refused.
@@ -125,7 +116,7 @@ TEST_CASE(
 // The controller itself on the real loop and reaper, its systemctl run inside the machine.
 TEST_CASE("host rig: SystemdUnit starts, follows and stops a real unit, and sees its crash loop") {
     using namespace myr;
-    const std::string rootfs = rootfs_or_skip();
+    const std::string rootfs = bootable_rootfs();
     if (rootfs.empty()) return;
     TempDir seed;
     seed_unit(seed, "myr-sup.service",
