@@ -170,8 +170,18 @@ TEST_CASE("host package: the .deb installs on a booted systemd and its units sta
                   start.err << m.run({"journalctl", "-u", "myriarch-updater", "--no-pager"}).out);
     CHECK(property(m, "myriarch-updater.service", "ActiveState") == "active");
     CHECK(property(m, "myriarch-updater.service", "SubState") == "running");
-    // STATUS= as `systemctl status` shows it: "running; unit … (pid N)".
-    CHECK(property(m, "myriarch-updater.service", "StatusText").rfind("running; unit ", 0) == 0);
+    // STATUS= as `systemctl status` shows it follows the supervisor's unit: "unit … running (pid
+    // N)" once the updater has read it running, with systemd's MainPID.
+    std::string status_text;
+    CHECK_MESSAGE(wait_until(
+                      [&] {
+                          status_text = property(m, "myriarch-updater.service", "StatusText");
+                          std::string pid = property(m, "opampsupervisor.service", "MainPID");
+                          return status_text == "unit opampsupervisor.service running (pid " +
+                                                    pid + ")";
+                      },
+                      30s, 100ms),
+                  status_text);
     // The supervisor's unit runs the collector from `current`, seeded by the updater.
     std::string exe;
     bool running = wait_until(
