@@ -177,8 +177,8 @@ TEST_CASE("host package: the .deb installs on a booted systemd and its units sta
                       [&] {
                           status_text = property(m, "myriarch-updater.service", "StatusText");
                           std::string pid = property(m, "opampsupervisor.service", "MainPID");
-                          return status_text == "unit opampsupervisor.service running (pid " +
-                                                    pid + ")";
+                          return status_text ==
+                                 "unit opampsupervisor.service running (pid " + pid + ")";
                       },
                       30s, 100ms),
                   status_text);
