@@ -35,16 +35,21 @@ const char* unit_status_properties() {
     return "LoadState,ActiveState,SubState,Result,NRestarts,MainPID";
 }
 
-Result<UnitStatus> parse_unit_status(std::string_view text) {
-    UnitStatus st;
-    bool have_active = false;
+void for_each_property(std::string_view text,
+                       const std::function<void(std::string_view, std::string_view)>& fn) {
     while (!text.empty()) {
         auto nl = text.find('\n');
         std::string_view line = text.substr(0, nl);
         text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
         auto eq = line.find('=');
-        if (eq == std::string_view::npos) continue;
-        std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
+        if (eq != std::string_view::npos) fn(line.substr(0, eq), line.substr(eq + 1));
+    }
+}
+
+Result<UnitStatus> parse_unit_status(std::string_view text) {
+    UnitStatus st;
+    bool have_active = false;
+    for_each_property(text, [&](std::string_view key, std::string_view value) {
         auto number = [&](auto& out) {
             auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
             if (ec != std::errc() || p != value.data() + value.size()) out = 0;
@@ -55,7 +60,7 @@ Result<UnitStatus> parse_unit_status(std::string_view text) {
         if (key == "Result") st.result = value;
         if (key == "NRestarts") number(st.n_restarts);
         if (key == "MainPID") number(st.main_pid);
-    }
+    });
     if (!have_active) return fail(Errc::invalid, "systemctl show: no ActiveState in its answer");
     return st;
 }

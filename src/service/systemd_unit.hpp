@@ -57,6 +57,9 @@ struct UnitStatus {
 
 // The properties parse_unit_status reads, for `systemctl show -p`.
 const char* unit_status_properties();
+// Calls `fn(key, value)` for each `KEY=value` line of a `systemctl show` answer.
+void for_each_property(std::string_view text,
+                       const std::function<void(std::string_view, std::string_view)>& fn);
 // Parses `KEY=value` lines; fails when ActiveState is missing (not a `systemctl show` answer).
 [[nodiscard]] Result<UnitStatus> parse_unit_status(std::string_view text);
 State to_state(const UnitStatus& st);

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <optional>
 
+#include "service/systemd_unit.hpp"
+
 namespace myr::service {
 
 namespace {
@@ -82,15 +84,12 @@ const char* unit_account_properties() {
 Result<UnitAccountSpec> parse_unit_account(std::string_view text) {
     UnitAccountSpec spec;
     bool seen = false;
-    for (std::string_view line : lines_of(text)) {
-        auto eq = line.find('=');
-        if (eq == std::string_view::npos) continue;
-        std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
+    for_each_property(text, [&](std::string_view key, std::string_view value) {
         if (key == "User") spec.user = value, seen = true;
         if (key == "Group") spec.group = value;
         if (key == "DynamicUser") spec.dynamic_user = value == "yes";
         if (key == "Environment") spec.environment = split_words(value);
-    }
+    });
     if (!seen) return fail(Errc::invalid, "systemctl show: no User= in its answer");
     for (const std::string& e : spec.environment) {
         if (e.find('=') == std::string::npos || e.front() == '=') {
