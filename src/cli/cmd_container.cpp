@@ -1,5 +1,5 @@
 // `container --config F`: PID 1 of a container (spec "Process model"; docs/pid1.md). This file
-// parses, loads and prints; runtime/container.hpp is the story from start to exit.
+// parses, loads and prints; runtime/runtime.hpp is the story from start to exit.
 #include <unistd.h>
 
 #include <cstdio>

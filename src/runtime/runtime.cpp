@@ -249,7 +249,7 @@ Status Runtime::start_trusted_root() {
 }
 
 Status Runtime::install_signals() {
-    // Writes to a probe client that went away must not kill PID 1.
+    // Writes to a probe client that went away must not kill the updater.
     std::signal(SIGPIPE, SIG_IGN);
     auto watch = [this](int sig) -> Status {
         auto w = std::make_unique<loop::SignalWatcher>(loop_);
@@ -257,8 +257,8 @@ Status Runtime::install_signals() {
         if (st) signals_.push_back(std::move(w));
         return st;
     };
-    for (int sig : kStopSignals) MYR_TRY(watch(sig), "container");
-    for (int sig : kForwardedSignals) MYR_TRY(watch(sig), "container");
+    for (int sig : kStopSignals) MYR_TRY(watch(sig), to_string(mode_));
+    for (int sig : kForwardedSignals) MYR_TRY(watch(sig), to_string(mode_));
     return {};
 }
 
@@ -282,7 +282,7 @@ Status Runtime::start_probes() {
     return probes_->listen(*listen);
 }
 
-// The parts of container mode the Lifecycle drives. Each completion is bound to this runtime: a
+// The parts of a mode the Lifecycle drives. Each completion is bound to this runtime: a
 // step may answer after it is gone.
 LifecycleSteps Runtime::steps() {
     LifecycleSteps s;

@@ -10,12 +10,12 @@ uint64_t unix_nano(WallTime t) {
 
 }  // namespace
 
-CollectorStatus::CollectorStatus(const Clock& clock, service::ServiceController& child)
-    : clock_(clock), child_(child) {
+CollectorStatus::CollectorStatus(const Clock& clock, service::ServiceController& service)
+    : clock_(clock), service_(service) {
     health_.healthy = false;
     health_.status = "starting: preparing the collector volume";
     health_.status_time_unix_nano = unix_nano(clock_.wall());
-    child_.on_change([this] { child_changed(); });
+    service_.on_change([this] { service_changed(); });
 }
 
 void CollectorStatus::set_versions(const Versions& v) {
@@ -40,14 +40,14 @@ opamp::ComponentHealth CollectorStatus::health() const {
 
 void CollectorStatus::follow() {
     following_ = true;
-    child_changed();
+    service_changed();
 }
 
-void CollectorStatus::child_changed() {
+void CollectorStatus::service_changed() {
     if (!following_) return;
-    service::State state = child_.state();
-    pid_t pid = child_.pid();
-    const bool gave_up = child_.desired() == service::Desired::gave_up;
+    service::State state = service_.state();
+    pid_t pid = service_.pid();
+    const bool gave_up = service_.desired() == service::Desired::gave_up;
     if (reported_ && state == last_state_ && pid == last_pid_ && gave_up == last_gave_up_) return;
     bool was_running = reported_ && last_state_ == service::State::running;
     // The give-up usually follows a wait to restart, not a run (a systemd unit that hit its
@@ -59,13 +59,13 @@ void CollectorStatus::child_changed() {
     last_gave_up_ = gave_up;
     uint64_t now = unix_nano(clock_.wall());
     health_.healthy = state == service::State::running;
-    health_.status = "supervisor " + child_.describe();
+    health_.status = "supervisor " + service_.describe();
     health_.status_time_unix_nano = now;
     if (health_.healthy && (!was_running || health_.start_time_unix_nano == 0)) {
         health_.start_time_unix_nano = now;
     }
     if ((was_running && !health_.healthy) || gave_up_now) {
-        health_.last_error = "supervisor ended: " + child_.describe();
+        health_.last_error = "supervisor ended: " + service_.describe();
     }
     if (on_change_) on_change_();
 }
