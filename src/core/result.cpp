@@ -24,6 +24,8 @@ const char* to_string(Errc c) {
             return "cancelled";
         case Errc::injected:
             return "injected";
+        case Errc::refused:
+            return "refused";
     }
     return "unknown";
 }

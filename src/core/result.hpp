@@ -25,6 +25,12 @@ enum class Errc : uint8_t {
     timeout,    // a deadline passed
     cancelled,  // dropped unfinished, by a shutdown
     injected,   // a fault a test asked for (MYRIARCH_FAULT)
+    // Our own policy or the node's state said no: the transport rule, an allowlist, a size
+    // limit, no room known in advance, a proxy's or the artifact server's refusal of the request,
+    // no usable trusted root. Not the package's fault and not a passing fault: the same request
+    // gets the same answer until the operator changes something (docs/update.md, "Failure
+    // classes").
+    refused,
 };
 const char* to_string(Errc c);
 

@@ -29,6 +29,9 @@ struct Request {
     // Bytes that must stay free on the spool's filesystem besides the artifact: the new binary
     // when the spool shares the volume's filesystem (the installer's room rule), else 0.
     uint64_t reserve = 0;
+    // Start from zero: a part kept from an earlier fetch is discarded first (the installer asks
+    // for it once when a resumed download's digest did not match).
+    bool fresh = false;
 };
 
 struct Progress {
@@ -42,6 +45,8 @@ struct Artifact {
     std::string path;        // stateDir/spool/<content_hash_hex> (complete, fsynced)
     std::string sha256_hex;  // computed over the whole file
     uint64_t size = 0;
+    // Some of its bytes came from a part kept from an earlier fetch (a 206 continued it).
+    bool resumed = false;
 };
 
 class Downloader {

@@ -53,7 +53,7 @@ std::optional<Error> refused_coding(const net::HttpHead& head) {
     if (c.empty() || text::iequals(c, "identity")) return std::nullopt;
     // A server that codes the body anyway (nginx `gzip_static always`, a misconfigured CDN) would
     // hand over other bytes than the artifact's: refused by name, not left to the hash check.
-    return Error(Errc::invalid,
+    return Error(Errc::refused,
                  "the server sent the body with Content-Encoding: " + text::valid_utf8(c, 40) +
                      ", although the request accepts only the identity");
 }
@@ -144,6 +144,7 @@ class HttpDownloader::Transfer final : public loop::Step {
     void send(std::shared_ptr<net::TlsConfig> tls);
     Status on_head(const net::HttpHead& head);
     Status room_for(uint64_t body) const;
+    Error refused_by(int status, const std::string& reason) const;
     Status on_body(std::string_view piece);
     void on_response(Result<net::HttpResponse> r);
     void kick();
@@ -176,6 +177,7 @@ class HttpDownloader::Transfer final : public loop::Step {
     uint64_t received_ = 0;    // body bytes of this response
     uint64_t total_ = 0;       // size of the whole file when known
     bool reset_pending_ = false;
+    bool resumed_ = false;  // the body continues a kept part (the last answer was a 206)
     std::optional<std::string> validator_pending_;
     std::string redirect_to_;
     Duration retry_after_{};  // from the last 5xx/429 answer's Retry-After
@@ -309,6 +311,12 @@ void HttpDownloader::Transfer::prepare_done(Result<std::shared_ptr<SpoolFile>> r
         deliver(*file_->complete());
         return;
     }
+    if (req_.fresh && file_->size() > 0) {
+        if (auto st = file_->truncate(); !st) {
+            deliver(fail(failure(st.error())));
+            return;
+        }
+    }
     on_disk_ = file_->size();
     last_report_bytes_ = on_disk_;
     request();
@@ -378,10 +386,26 @@ Status HttpDownloader::Transfer::room_for(uint64_t body) const {
     const uint64_t have = sp->available + (reset_pending_ ? file_->size() : 0);
     const uint64_t need = body + req_.reserve;
     if (have >= need) return {};
-    return fail(Error(Errc::system,
-                      "not enough space on " + file_->dir_path() + ": need " +
-                          std::to_string(need) + ", have " + std::to_string(have),
-                      ENOSPC));
+    return fail(Error(Errc::refused, "not enough space on " + file_->dir_path() + ": need " +
+                                         std::to_string(need) + ", have " + std::to_string(have)));
+}
+
+// A plain http:// request through a forward proxy is answered by the proxy itself when it
+// refuses (407, an ACL's 403): the answer names it, so that the operator looks at the proxy and
+// not at the artifact server. A 407 is always the proxy's; another 4xx may be either's.
+Error HttpDownloader::Transfer::refused_by(int status, const std::string& reason) const {
+    std::string what = http_status(status, reason);
+    std::optional<net::ProxyHop> hop;
+    if (opts_.proxy && url_.scheme == "http") {
+        if (auto r = opts_.proxy->route(url_)) hop = *r;
+    }
+    if (hop && status == 407) {
+        what = "the proxy " + hop->label + " refused the request: " + what +
+               " (network.proxy credentials)";
+    } else if (hop) {
+        what += " (from the proxy " + hop->label + " or the server behind it)";
+    }
+    return Error(Errc::refused, what);
 }
 
 Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
@@ -416,11 +440,11 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
         }
         return stop(Next::retry, Error(Errc::network, http_status(st, head.reason)));
     }
-    // Any other answer is the server refusing this request (404, 403, …): the same request gets
-    // the same answer, so it is `invalid` (deterministic, docs/update.md), not `network`.
-    if (st != 200 && st != 206) {
-        return stop(Next::none, Error(Errc::invalid, http_status(st, head.reason)));
-    }
+    // Any other answer is the request refused (404, 403, 407, …): the same request gets the same
+    // answer, so it is not tried again, but it says nothing against the package's bytes (an
+    // expired presigned URL, a proxy's password, a list to fix): `refused`, ended at once and
+    // not quarantined (docs/update.md, "Failure classes").
+    if (st != 200 && st != 206) return stop(Next::none, refused_by(st, head.reason));
     if (auto coding = refused_coding(head)) return stop(Next::none, std::move(*coding));
     std::optional<uint64_t> length;
     if (auto cl = head.header("Content-Length")) {
@@ -440,16 +464,18 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
         if (!range || range->first != range_from_) return stop(Next::restart);
         base_ = range_from_;
         total_ = range->total;
+        resumed_ = true;
     } else {
         // 200: the whole file. After a Range request that means the kept part is stale.
         base_ = 0;
         total_ = length.value_or(0);
+        resumed_ = false;
         if (file_->size() > 0) reset_pending_ = true;
     }
     const uint64_t end = length ? base_ + *length : total_;
     if (end > req_.max_size) {
         return stop(Next::none,
-                    Error(Errc::invalid, "the artifact is " + std::to_string(end) +
+                    Error(Errc::refused, "the artifact is " + std::to_string(end) +
                                              " bytes, over update.maxArtifactSize (" +
                                              std::to_string(req_.max_size) + " bytes)"));
     }
@@ -464,6 +490,7 @@ Status HttpDownloader::Transfer::on_head(const net::HttpHead& head) {
     } else if (auto lm = head.header("Last-Modified")) {
         validator = std::string(*lm);
     }
+    if (!validator.empty() && !valid_validator(validator)) validator.clear();  // not resumable
     if (reset_pending_ || validator != file_->validator()) validator_pending_ = validator;
     return {};
 }
@@ -472,7 +499,7 @@ Status HttpDownloader::Transfer::on_body(std::string_view piece) {
     received_ += piece.size();
     if (base_ + received_ > req_.max_size) {
         next_ = Next::none;
-        outcome_error_ = Error(Errc::invalid, "the body grew past update.maxArtifactSize (" +
+        outcome_error_ = Error(Errc::refused, "the body grew past update.maxArtifactSize (" +
                                                   std::to_string(req_.max_size) + " bytes)");
         return fail(Errc::cancelled, "stopped");
     }
@@ -545,15 +572,21 @@ void HttpDownloader::Transfer::on_response(Result<net::HttpResponse> r) {
     if (r) {
         next_ = Next::commit;
     } else if (next_ == Next::none && !outcome_error_) {
-        // The connection failed, dropped or stalled: worth another try.
-        next_ = Next::retry;
+        // The connection failed, dropped or stalled: worth another try. What our own rules or
+        // the proxy refused (Errc::refused) gets the same answer again: it ends the fetch.
+        next_ = r.error().code() == Errc::refused ? Next::none : Next::retry;
         // net names the URL first (url_label); the transfer's failure() names it once, last.
         outcome_error_ = without_url(r.error(), net::url_label(url_));
+        if (next_ == Next::none) {
+            fail_with(*outcome_error_, false);  // nothing was answered: the part stays good
+            return;
+        }
     }
     if (next_ == Next::none) {
-        // Refused (over the size cap or the room, a 4xx): the part is of no use to a later fetch,
-        // as after a write that hit ENOSPC.
+        // The response refused (over the size cap or the room, a 4xx): the part is of no use to
+        // a later fetch, as after a write that hit ENOSPC.
         const bool refused = outcome_error_ && (outcome_error_->code() == Errc::invalid ||
+                                                outcome_error_->code() == Errc::refused ||
                                                 outcome_error_->sys_errno() == ENOSPC);
         fail_with(*outcome_error_, refused);
         return;
@@ -586,7 +619,9 @@ void HttpDownloader::Transfer::settle() {
                                      fail_with((*slot)->error(), true);
                                      return;
                                  }
-                                 deliver(std::move(**slot));
+                                 Artifact a = std::move(***slot);
+                                 a.resumed = resumed_;
+                                 deliver(std::move(a));
                              }));
             return;
         }
@@ -601,7 +636,7 @@ void HttpDownloader::Transfer::settle() {
             return;
         case Next::redirect: {
             if (++redirects_ > kMaxRedirects) {
-                fail_with(Error(Errc::invalid,
+                fail_with(Error(Errc::refused,
                                 "more than " + std::to_string(kMaxRedirects) + " redirects"),
                           false);
                 return;

@@ -16,6 +16,7 @@
 #include "core/random.hpp"
 #include "fsx/dir.hpp"
 #include "fsx/file.hpp"
+#include "net/url_text.hpp"
 
 namespace myr::download {
 namespace {
@@ -55,6 +56,14 @@ std::optional<Meta> parse_meta(const std::string& text) {
     }
     return Meta{std::stoull(digits), rest.substr(10)};
 }
+
+}  // namespace
+
+bool valid_validator(const std::string& v) {
+    return !v.empty() && v.size() <= kMaxValidator && !net::unsafe_header_text(v);
+}
+
+namespace {
 
 // Whether `name` is one a download resumes from or installs: `<hex>`, `<hex>.part`,
 // `<hex>.part.meta`.
@@ -269,6 +278,15 @@ uint64_t SpoolFile::trusted_prefix(uint64_t size) {
     auto text = fsx::read_file_at(dir_.get(), meta_name(base_), kMaxMeta);
     auto meta = text ? parse_meta(*text) : std::nullopt;
     if (!meta || meta->validator.empty() || meta->synced > size) return 0;
+    // The volume is outside input: a validator goes back to the server in If-Range, so one that
+    // is not a header value (a CR, a NUL) would fail every request. The part starts from zero.
+    if (!valid_validator(meta->validator)) {
+        log::warn(
+            "spool: the kept part's validator is not an HTTP header value; starting from "
+            "zero",
+            {{"path", dir_path_ + "/" + meta_name(base_)}});
+        return 0;
+    }
     validator_ = meta->validator;
     return meta->synced;
 }

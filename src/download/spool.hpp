@@ -39,6 +39,10 @@ namespace myr::download {
 
 // Whether `hex` can name a spool file: 64 lower-case hex digits (a SHA-256).
 bool valid_content_hash(std::string_view hex);
+// A validator (ETag or Last-Modified) that may go back in If-Range: a header value, not empty, at
+// most kMaxValidator bytes. Checked on what the server sent and on what the volume kept.
+inline constexpr size_t kMaxValidator = 4096;
+bool valid_validator(const std::string& v);
 
 // Bytes appended between two syncs of a part (and rewrites of its meta): what a power loss costs
 // a resume at most.

@@ -9,7 +9,7 @@ namespace {
 
 // The URL as messages show it: a presigned URL's query string is its secret.
 Failure refuse(std::string_view text, const char* rule, const std::string& why) {
-    return fail(Errc::invalid, url_for_messages(text) + ": refused (rule " + rule + "): " + why);
+    return fail(Errc::refused, url_for_messages(text) + ": refused (rule " + rule + "): " + why);
 }
 
 std::string_view path_only(std::string_view path) {

@@ -270,17 +270,20 @@ void Stream::Impl::try_next_address() {
         // The transport rule is checked on the resolved address, before any packet leaves: a
         // name may point anywhere.
         if (!opts_.tls && !opts_.allow_insecure_transport && !is_loopback_address(numeric)) {
-            end(fail(conn_label() + ": refusing a plaintext connection to " + numeric +
-                     ", which is not a loopback address (allowInsecureTransport is off)"));
+            end(fail(Errc::refused, conn_label() + ": refusing a plaintext connection to " +
+                                        numeric +
+                                        ", which is not a loopback address (allowInsecureTransport "
+                                        "is off)"));
             return;
         }
         // Through a proxy the plaintext also travels from the proxy to the origin, which this
         // process never resolves: only a loopback origin (a literal or localhost) passes.
         if (!opts_.tls && !opts_.allow_insecure_transport && opts_.proxy &&
             !is_loopback_host(opts_.host)) {
-            end(fail(conn_label() + ": refusing a plaintext connection through a proxy to " +
-                     opts_.host +
-                     ", which is not a loopback address (allowInsecureTransport is off)"));
+            end(fail(Errc::refused,
+                     conn_label() + ": refusing a plaintext connection through a proxy to " +
+                         opts_.host +
+                         ", which is not a loopback address (allowInsecureTransport is off)"));
             return;
         }
         tcp_ = loop::Handle<uv_tcp_t>(loop_);
@@ -337,11 +340,14 @@ void Stream::Impl::on_proxy_reply(std::string_view bytes) {
     const std::string target = authority(opts_.host, opts_.port);
     if (r.status < 200 || r.status > 299) {
         // The body of a refusal (an HTML page) is not shown: the status says what happened.
-        // Errc::network like any failure to connect: a refusal (407 after a secret rotated, 403
-        // until the proxy's list is fixed) is the site's path, not the package's fault, so the
-        // installer tries again within update.retryFor rather than quarantining the release.
-        end(fail(opts_.label + ": proxy " + opts_.proxy->label + " refused CONNECT " + target +
-                 ": " + std::to_string(r.status) + (r.reason.empty() ? "" : " " + r.reason)));
+        // A 4xx (407 after a secret rotated, 403 until the proxy's list is fixed) is the site's
+        // path refusing, not the package's fault and not a passing fault: Errc::refused, which
+        // the installer ends at once without quarantining the release. A 5xx (the proxy could
+        // not reach the origin) is a network failure like any other, tried again.
+        const Errc code = r.status >= 400 && r.status < 500 ? Errc::refused : Errc::network;
+        end(fail(code, opts_.label + ": proxy " + opts_.proxy->label + " refused CONNECT " +
+                           target + ": " + std::to_string(r.status) +
+                           (r.reason.empty() ? "" : " " + r.reason)));
         return;
     }
     if (r.head_bytes < proxy_reply_.size()) {
@@ -505,8 +511,8 @@ void Stream::Impl::close_tcp() {
 void Stream::Impl::end(Status st) {
     if (ended_) return;
     // Everything a stream reports (resolving, connecting, TLS, reading, writing) is a network
-    // failure; a system call's errno stays with it.
-    if (!st && st.error().code() != Errc::network) {
+    // failure, but for what our rules or the proxy refused; a system call's errno stays with it.
+    if (!st && st.error().code() != Errc::network && st.error().code() != Errc::refused) {
         st = fail(Error(Errc::network, st.error().message(), st.error().sys_errno()));
     }
     ended_ = true;

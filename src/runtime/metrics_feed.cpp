@@ -24,6 +24,9 @@ double unix_now(const Clock& clock) {
 
 Counted classify_failed(const update::Ending& e) {
     using update::Failure;
+    // What our policy or the node refused, at Checking or later (a 4xx, the transport rule, the
+    // room known short, no usable trusted root): the operator's to fix, not the package's.
+    if (e.cls == update::FailureClass::refused) return {AttemptResult::refused, std::nullopt};
     switch (e.code) {
         case Failure::policy:
             return {e.rule == update::Rule::quarantined ? AttemptResult::quarantined

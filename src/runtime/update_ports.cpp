@@ -17,7 +17,8 @@ Result<update::Verifier::Verified> check(const std::shared_ptr<const verify::Loa
                                          const update::Verifier::Request& request) {
     auto digest = hash::digest_from_hex(request.sha256_hex);
     if (!digest) return digest.fail("artifact digest");
-    if (!root) return fail(no_root);
+    // No usable root is the node's state, not the package's fault: refused, never quarantined.
+    if (!root) return fail(Errc::refused, no_root);
     // The offered version is canonical (update/check names the install by it): no braces to
     // expand again, no leading 'v' to double the one a template writes. Checked, not assumed.
     if (!version::is_canonical(request.version)) {
@@ -61,6 +62,11 @@ std::unique_ptr<update::Step> HttpHealthProbe::get(const Url& url, Duration time
         std::make_unique<net::HttpClient>(loop_, sched_, std::move(req), opts, std::move(h));
     client->start();
     return client;
+}
+
+std::string SigstoreVerifier::trust() const {
+    auto root = roots_.current();
+    return root ? root->sha256_hex : std::string();
 }
 
 std::unique_ptr<update::Step> SigstoreVerifier::verify(Request request,

@@ -35,6 +35,7 @@ class SigstoreVerifier : public update::Verifier {
                      verify::Options options = {})
         : sched_(sched), roots_(roots), identity_(std::move(identity)), options_(options) {}
     std::unique_ptr<update::Step> verify(Request request, update::Callback<Verified> done) override;
+    std::string trust() const override;
 
   private:
     loop::Scheduler& sched_;

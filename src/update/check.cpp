@@ -174,6 +174,9 @@ std::optional<CheckVerdict> quarantine(const OfferedPackage& pkg, const std::str
         !same_version(last->version, canon)) {
         return std::nullopt;
     }
+    // A signature refused under a root the operator has since replaced is checked again: the
+    // refusal may have been the root's (another CA, a rotated log key), not the package's.
+    if (!last->trust.empty() && last->trust != policy.trust) return std::nullopt;
     std::string until = "until the offer changes";
     if (auto end = quarantine_end(*last, policy.quarantine_for)) {
         if (policy.now >= *end) return std::nullopt;
@@ -215,6 +218,10 @@ const char* to_string(Rule r) {
             return "no-room";
     }
     return "?";
+}
+
+FailureClass class_of(Rule r) {
+    return r == Rule::quarantined ? FailureClass::deterministic : FailureClass::refused;
 }
 
 CheckVerdict check_offer(const OfferedPackage& pkg, const Inspection& in, const CheckPolicy& policy,

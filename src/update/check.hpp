@@ -26,6 +26,9 @@ struct CheckPolicy {
     // to `now`.
     Duration quarantine_for = std::chrono::hours(24);
     WallTime now{};
+    // The trusted root in use (Verifier::trust): a signature refused under another root is not
+    // held against the package.
+    std::string trust;
 };
 
 enum class Rule {
@@ -44,6 +47,9 @@ enum class Rule {
     no_room,             // the volume has no room for the new binary (estimated; not an attempt)
 };
 const char* to_string(Rule r);
+// A Checking refusal's failure class (docs/update.md, "Failure classes"): the quarantine answers
+// from the record of a deterministic failure; every other rule is our policy or the node's state.
+FailureClass class_of(Rule r);
 
 struct CheckVerdict {
     enum class Kind { proceed, installed, refused };

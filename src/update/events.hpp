@@ -24,6 +24,7 @@ struct Ending {
     Kind kind = Kind::installed;
     Failure code = Failure::none;  // failed, rolled_back: the step that failed
     Rule rule = Rule::none;        // code policy or room: the Checking rule that refused it
+    FailureClass cls = FailureClass::deterministic;  // failed, rolled_back
     // rolled_back after health checks: the supervisor gave up restarting (a crash loop) rather
     // than answering unhealthy until the deadline.
     bool crash_loop = false;

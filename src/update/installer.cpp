@@ -51,13 +51,17 @@ Installer::Installer(loop::Scheduler& sched, Ports ports, Settings settings,
       rollback_(ports.service, ports.volume, rounds_),
       trial_(sched, ports.service),
       resumed_deadline_(sched.timer()),
+      resend_timer_(sched.timer()),
       end_wait_(sched) {}
 
 void Installer::offer(Offer o) {
     ledger_.note_refused(o.refused);
     if (shutting_down_) return;
     if (state_ != State::idle) return offer_during_install(std::move(o));
+    resend_timer_->stop();
+    held_.reset();
     if (ledger_.settled(o)) return;
+    if (auto wait = resend_.wait(Ledger::key_of(o), sched_.now())) return hold(std::move(o), *wait);
     if (resumed_end_) {
         pending_ = std::move(o);  // the resumed trial is being closed: right after it
         return;
@@ -70,10 +74,29 @@ void Installer::offer(Offer o) {
     post(Event::offer);
 }
 
+// A failed offer sent again before its backoff step is over: checked at the end of the step (the
+// latest resend wins; another offer, an install or a shutdown drops it).
+void Installer::hold(Offer o, Duration wait) {
+    if (!held_) {
+        log::info(
+            "update: a failed offer sent again; it is checked again after the backoff",
+            {{"in", format_duration(wait)}, {"failures", std::to_string(resend_.failures())}});
+    }
+    held_ = std::move(o);
+    resend_timer_->start(wait, guard_.bind([this] {
+        if (!held_ || shutting_down_) return;
+        Offer again = std::move(*held_);
+        held_.reset();
+        offer(std::move(again));
+    }));
+}
+
 void Installer::offer_during_install(Offer o) {
     switch (Ledger::while_busy(o, *offer_, why_.code == Failure::cancelled, pending_)) {
         case Ledger::WhileBusy::ignore:
             return;
+        case Ledger::WhileBusy::refresh:
+            return refresh(std::move(o));
         case Ledger::WhileBusy::again:
             pending_ = std::move(o);
             return;
@@ -93,6 +116,24 @@ void Installer::offer_during_install(Offer o) {
         {{"state", to_string(state_)}, {"version", version}, {"running_version", pkg_->version}});
     pending_ = std::move(o);
     post(Event::cancel, {Failure::cancelled, "superseded by the offer of " + version});
+}
+
+// The install's own offer sent again with a fresh URL or headers (a presigned URL renewed): the
+// install goes on where it is (its jitter, its kept part), and its next request uses them.
+void Installer::refresh(Offer o) {
+    for (const OfferedPackage& p : o.packages) {
+        if (!p.top_level || !p.file || !pkg_->file) continue;
+        pkg_->file->url = p.file->url;
+        pkg_->file->headers = p.file->headers;
+        break;
+    }
+    ledger_.refresh(o);
+    log::info(
+        "update: the offer being installed was sent again with a new URL or hash; taken "
+        "over for the next request",
+        {{"version", pkg_->version}, {"state", to_string(state_)}});
+    offer_ = std::move(o);
+    publish();
 }
 
 // Makes `o` the install in progress; the ledger lays out its report.
@@ -128,7 +169,7 @@ void Installer::post(Event ev, Why why) {
     // The first failure is the one to report; a cancel says why it ended instead.
     const bool failure = ev == Event::failed || ev == Event::undo;
     if ((failure && why_.code == Failure::none) || ev == Event::cancel) {
-        why_ = Why{why.code, one_line(std::move(why.text)), why.transient};
+        why_ = Why{why.code, one_line(std::move(why.text)), why.cls};
     }
     State from = state_;
     step_.reset();
@@ -166,7 +207,8 @@ void Installer::enter(State s) {
             log::error("update: journal not written; rolling back anyway",
                        {{"error", st.error().message()}});
         } else if (!st) {
-            return fail_with(Failure::journal, "journal: " + st.error().message());
+            return post(Event::failed, Why{Failure::journal, "journal: " + st.error().message(),
+                                           classify(st.error())});
         }
         work(s);
     });
@@ -187,8 +229,9 @@ void Installer::work(State s) {
             status(Code::installing);
             step_ = ports_.volume.inspect(bound([this](Result<Inspection> r) {
                 if (!r) {
-                    return fail_with(Failure::inspect,
-                                     "inspect the volume: " + r.error().message());
+                    return post(Event::failed,
+                                Why{Failure::inspect, "inspect the volume: " + r.error().message(),
+                                    classify(r.error())});
                 }
                 check(*r);
             }));
@@ -238,6 +281,8 @@ void Installer::rest() {
     retry_timer_.reset();
     why_ = {};
     refused_by_ = Rule::none;
+    refused_under_.clear();
+    zero_tried_ = false;
     crash_loop_ = false;
     record_attempt_ = false;
     swapped_ = false;
@@ -255,6 +300,7 @@ void Installer::check(const Inspection& in) {
     auto url_policy = [this](const std::string& url) { return ports_.fetcher.check_url(url); };
     CheckPolicy policy = check_policy(settings_);
     policy.now = sched_.wall();
+    policy.trust = ports_.verifier.trust();
     CheckVerdict v = check_offer(*pkg_, in, policy, url_policy);
     spool_reserve_ = spool_reserve(in);
     // From here on the install goes by the canonical name alone (journal, volume, state files,
@@ -268,9 +314,11 @@ void Installer::check(const Inspection& in) {
             return post(Event::installed);
         case CheckVerdict::Kind::refused:
             refused_by_ = v.rule;
-            // No room is a refusal that freeing room undoes: not settled, never an attempt.
-            return fail_with(v.rule == Rule::no_room ? Failure::room : Failure::policy,
-                             std::move(v.text));
+            // Our policy or the node's state said no: never an attempt; the same offer sent again
+            // is checked again. A quarantine answers from the record of a deterministic failure.
+            return post(Event::failed,
+                        Why{v.rule == Rule::no_room ? Failure::room : Failure::policy,
+                            std::move(v.text), class_of(v.rule)});
     }
 }
 
@@ -306,7 +354,7 @@ void Installer::download() {
     fetch();
 }
 
-void Installer::fetch() {
+void Installer::fetch(bool from_zero) {
     ledger_.restart_progress();
     fetch_began_ = sched_.now();
     download::Downloader::Handlers h;
@@ -315,6 +363,16 @@ void Installer::fetch() {
     });
     h.on_done = bound([this](Result<download::Artifact> a) {
         if (!a) return fetch_failed(a.error());
+        // A kept part that was stale or corrupt (another writer, a disk that lied) shows only
+        // now: tried once from zero before the mismatch counts against the package.
+        if (a->resumed && !zero_tried_ && check_digest(*pkg_->file, a->sha256_hex)) {
+            log::warn(
+                "update: the digest of a resumed download does not match; fetching it "
+                "once from zero",
+                {{"version", pkg_->version}, {"downloaded", a->sha256_hex}});
+            zero_tried_ = true;
+            return fetch(true);
+        }
         artifact_ = std::move(a.value());
         if (observer_.downloaded) {
             observer_.downloaded(artifact_->size,
@@ -324,12 +382,14 @@ void Installer::fetch() {
     });
     download::Request req = download_request(*pkg_, settings_);
     req.reserve = spool_reserve_;  // the binary, when the spool shares the volume
+    req.fresh = from_zero;
     step_ = ports_.fetcher.fetch(std::move(req), std::move(h));
 }
 
 // "download: <cause> (<url>)": the downloader names the URL once, without its query.
 void Installer::fetch_failed(const Error& e) {
-    const bool again = transient(e);
+    const FailureClass cls = classify(e);
+    const bool again = cls == FailureClass::transient;
     const Duration elapsed = std::chrono::duration_cast<Duration>(sched_.now() - first_try_);
     auto wait = again ? next_retry(retries_ + 1, elapsed, settings_.retry_for, random_unit())
                       : std::nullopt;
@@ -341,7 +401,7 @@ void Installer::fetch_failed(const Error& e) {
                     format_duration(elapsed) + " (update.retryFor is " +
                     format_duration(settings_.retry_for) + ")";
         }
-        return post(Event::failed, Why{Failure::download, std::move(text), again});
+        return post(Event::failed, Why{Failure::download, std::move(text), cls});
     }
     ++retries_;
     log::warn("update: download failed; retrying", {{"version", pkg_->version},
@@ -365,6 +425,7 @@ void Installer::verify_offer() {
     auto v = check_signature(*pkg_->file, settings_.require_signature);
     switch (v.kind) {
         case SignatureVerdict::Kind::refused:
+            // A bundle missing where one is required: the offer's fault, whatever the root.
             record_attempt_ = true;
             return later(Event::failed, std::move(v.why));
         case SignatureVerdict::Kind::unsigned_allowed:
@@ -375,7 +436,13 @@ void Installer::verify_offer() {
     auto done = bound([this](Result<Verifier::Verified> r) {
         if (!r) {
             record_attempt_ = true;
-            return fail_with(Failure::signature, "signature: " + r.error().message());
+            // No usable root is the node's (refused); a bundle the root refuses is held against
+            // the package only under this root (Attempt::trust).
+            const bool node = r.error().code() == Errc::refused;
+            if (!node) refused_under_ = ports_.verifier.trust();
+            return post(Event::failed,
+                        Why{Failure::signature, "signature: " + r.error().message(),
+                            node ? FailureClass::refused : FailureClass::deterministic});
         }
         if (r->fields.empty()) {
             log::info("update: signature verified",
@@ -412,8 +479,9 @@ void Installer::stage() {
         // in spite of the room checks (another writer, a binary larger than estimated) is
         // transient: the staging is discarded, the active version was never touched.
         if (!r) {
-            return post(Event::failed,
-                        Why{Failure::stage, r.error().message(), out_of_room(r.error())});
+            return post(Event::failed, Why{Failure::stage, r.error().message(),
+                                           out_of_room(r.error()) ? FailureClass::transient
+                                                                  : FailureClass::deterministic});
         }
         staged_ = std::move(r.value());
         post(Event::done);
@@ -530,6 +598,7 @@ void Installer::commit() {
     auto done = bound([this, packages](Status st) {
         if (!st) return commit_failed(st.error());
         ledger_.commit(*offer_, packages, attempt(Outcome::installed, ""));
+        resend_.clear();
         publish();
         // Found installed at Checking, nothing was installed: not an attempt.
         if (record_attempt_) ended(Ending::Kind::installed);
@@ -564,8 +633,9 @@ void Installer::finish_failed() {
     VolumeOps::Finish f;
     if (staged_) f.staged_id = staged_->id;
     if (!cancelled) {
+        resend_.failed(Ledger::key_of(*offer_), sched_.now(), random_unit());
         if (record_attempt_) f.attempt = attempt(Outcome::failed, why_.text);
-        f.packages = ledger_.fail(*offer_, why_.text, f.attempt, why_.code != Failure::room);
+        f.packages = ledger_.fail(why_.text, f.attempt);
         publish();
         ended(Ending::Kind::failed);
     }
@@ -593,7 +663,8 @@ void Installer::finish_rollback() {
     // (otherwise every failed release stays on the volume until the next successful install).
     f.clear_journal = f.gc = rolled_.switched;
     f.attempt = attempt(Outcome::rolled_back, why);
-    f.packages = ledger_.fail(*offer_, why, f.attempt);
+    f.packages = ledger_.fail(why, f.attempt);
+    resend_.failed(Ledger::key_of(*offer_), sched_.now(), random_unit());
     publish();
     ended(Ending::Kind::rolled_back);
     finish(std::move(f), "update: clean-up after a rollback");
@@ -611,6 +682,8 @@ void Installer::shutdown() {
     if (shutting_down_) return;
     shutting_down_ = true;
     pending_.reset();
+    held_.reset();
+    resend_timer_->stop();
     if (critical(state_)) {
         // The install gets the time the pod's grace period is sized for.
         Duration limit = 2 * settings_.stop_timeout + 2 * settings_.health_timeout;
@@ -625,9 +698,13 @@ void Installer::shutdown() {
 
 Attempt Installer::attempt(Outcome outcome, std::string reason) const {
     // The class goes with the failure: only a deterministic one is quarantined (check.cpp).
-    const bool transient = outcome != Outcome::installed && why_.transient;
-    return Attempt{hex::encode(pkg_->hash),       pkg_->version, outcome, std::move(reason),
-                   format_rfc3339(sched_.wall()), transient};
+    Attempt a{hex::encode(pkg_->hash), pkg_->version, outcome, std::move(reason),
+              format_rfc3339(sched_.wall())};
+    if (outcome != Outcome::installed) {
+        a.cls = why_.cls;
+        if (why_.code == Failure::signature) a.trust = refused_under_;
+    }
+    return a;
 }
 
 // Only during an install, whose report always has its package.
@@ -637,21 +714,22 @@ void Installer::status(Code code, std::string error) {
 }
 
 void Installer::ended(Ending::Kind kind) {
-    if (observer_.ended) observer_.ended(Ending{kind, why_.code, refused_by_, crash_loop_});
+    if (observer_.ended) {
+        observer_.ended(Ending{kind, why_.code, refused_by_, why_.cls, crash_loop_});
+    }
 }
 
 void Installer::log_state(State from, State to) const {
     log::Level level = to == State::failed || to == State::rolling_back || to == State::rolled_back
                            ? log::Level::warn
                            : log::Level::info;
-    log::write_kind(
-        level, "update: state", to_string(to),
-        {{"state", to_string(to)},
-         {"from", to_string(from)},
-         {"version", pkg_ ? pkg_->version : std::string()},
-         {"hash", pkg_ ? hex::encode(pkg_->hash) : std::string()},
-         {"reason", to == State::failed || to == State::rolling_back ? why_.text : ""},
-         {"class", to == State::failed ? (why_.transient ? "transient" : "deterministic") : ""}});
+    log::write_kind(level, "update: state", to_string(to),
+                    {{"state", to_string(to)},
+                     {"from", to_string(from)},
+                     {"version", pkg_ ? pkg_->version : std::string()},
+                     {"hash", pkg_ ? hex::encode(pkg_->hash) : std::string()},
+                     {"reason", to == State::failed || to == State::rolling_back ? why_.text : ""},
+                     {"class", to == State::failed ? to_string(why_.cls) : ""}});
 }
 
 }  // namespace myr::update

@@ -14,8 +14,11 @@
 // Downloading fetches again after a transient failure, within update.retryFor (retry.hpp); the
 // wait between fetches is a timer tied to the state like any completion.
 //
-// Offers during an install: the same offer again is ignored; a different one is remembered
-// (latest wins), cancels the install before the critical section and waits for its end inside it.
+// Offers during an install: the same offer again is ignored, or taken over when only its URL,
+// headers or hash changed (the install goes on); a different one is remembered (latest wins),
+// cancels the install before the critical section and waits for its end inside it. Offers when
+// idle: only what is installed answers an offer (Ledger::settled); one that failed is processed
+// again when sent again, at most once per backoff step (ResendGate).
 // Shutdown: outside the critical section the install is dropped where it is (the journal, if
 // any, makes the next start clean up); inside, it runs to its end, bounded by 2 × stopTimeout + 2
 // × healthTimeout, and on_end() tells the runtime.
@@ -37,6 +40,7 @@
 #include "update/machine.hpp"
 #include "update/outcome.hpp"
 #include "update/ports.hpp"
+#include "update/resend_gate.hpp"
 #include "update/rollback.hpp"
 #include "update/settings.hpp"
 #include "update/trial_watch.hpp"
@@ -142,6 +146,8 @@ class Installer : public service::CriticalSection {
     }
     void accept(Offer offer);
     void offer_during_install(Offer o);
+    void hold(Offer o, Duration wait);
+    void refresh(Offer o);
 
     // Entry actions with more than one line.
     void rest();
@@ -149,7 +155,7 @@ class Installer : public service::CriticalSection {
     void verify_offer();
     void start_after_jitter();
     void download();
-    void fetch();
+    void fetch(bool from_zero = false);
     void fetch_failed(const Error& e);
     void verify_artifact();
     void stage();
@@ -192,12 +198,14 @@ class Installer : public service::CriticalSection {
     uint64_t spool_reserve_ = 0;         // room the download leaves for the binary (check.hpp)
     Why why_;                            // why it failed (the report's error), or cancelled
     Rule refused_by_ = Rule::none;       // the Checking rule that refused it
+    std::string refused_under_;          // the trusted root its signature was refused under
     bool crash_loop_ = false;            // the health rounds ended on a crash loop
     bool record_attempt_ = false;        // the failure goes into last-attempt.json
     bool swapped_ = false;               // swapping was entered: a failed commit is undone
     MonoTime first_try_{};               // of the download: update.retryFor counts from here
     MonoTime fetch_began_{};             // of the fetch in flight
     int retries_ = 0;                    // fetches started again after a transient failure
+    bool zero_tried_ = false;            // fetched from zero after a resumed digest mismatched
     std::unique_ptr<loop::Timer> retry_timer_;
     std::optional<download::Artifact> artifact_;
     std::optional<Stager::Staged> staged_;
@@ -210,6 +218,11 @@ class Installer : public service::CriticalSection {
     std::unique_ptr<Step> resumed_end_;
 
     std::optional<Offer> pending_;  // the latest offer that arrived during an install
+    // A failed offer sent again is checked again, at most once per backoff step (resend_gate.hpp):
+    // one sent earlier waits in held_ for the step's end.
+    ResendGate resend_;
+    std::optional<Offer> held_;
+    std::unique_ptr<loop::Timer> resend_timer_;
     std::string unhealthy_reason_;
 
     bool shutting_down_ = false;

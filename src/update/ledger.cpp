@@ -91,10 +91,30 @@ std::string Ledger::key_of(const Offer& o) {
     for (const OfferedPackage& p : o.packages) {
         if (!p.top_level) continue;
         std::string k = hex::encode(p.hash) + "/" + p.version;
-        if (p.file) k += "/" + hex::encode(p.file->content_hash) + "/" + p.file->url;
+        // Where the bytes come from is not what they are: a fresh (presigned) URL or new headers
+        // keep the key, the bundle that vouches for them does not.
+        if (p.file) {
+            k += "/" + hex::encode(p.file->content_hash) + "/" +
+                 std::to_string(std::hash<std::string>{}(p.file->signature));
+        }
         return k;
     }
     return "";
+}
+
+namespace {
+
+const OfferedFile* file_of(const Offer& o) {
+    for (const OfferedPackage& p : o.packages) {
+        if (p.top_level) return p.file ? &*p.file : nullptr;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+void Ledger::refresh(const Offer& o) {
+    report_.all_packages_hash = o.all_packages_hash;
 }
 
 Ledger::WhileBusy Ledger::while_busy(const Offer& o, const Offer& running, bool cancelled,
@@ -102,7 +122,12 @@ Ledger::WhileBusy Ledger::while_busy(const Offer& o, const Offer& running, bool 
     std::string key = key_of(o);
     if (key == key_of(running)) {
         if (cancelled) return WhileBusy::again;
-        return pending ? WhileBusy::withdraw : WhileBusy::ignore;
+        if (pending) return WhileBusy::withdraw;
+        const OfferedFile* now = file_of(o);
+        const OfferedFile* was = file_of(running);
+        const bool moved = now && was && (now->url != was->url || now->headers != was->headers);
+        return moved || o.all_packages_hash != running.all_packages_hash ? WhileBusy::refresh
+                                                                         : WhileBusy::ignore;
     }
     if (pending && key == key_of(*pending)) return WhileBusy::ignore;
     return WhileBusy::remember;
@@ -110,8 +135,8 @@ Ledger::WhileBusy Ledger::while_busy(const Offer& o, const Offer& running, bool 
 
 bool Ledger::settled(const Offer& o) {
     std::string key = key_of(o);
-    if (!key.empty() && key == done_key_ && o.all_packages_hash == report_.all_packages_hash) {
-        return true;  // unchanged since it was brought to an end
+    if (!key.empty() && key == installed_key_ && o.all_packages_hash == report_.all_packages_hash) {
+        return true;  // the offer last Installed, unchanged since
     }
     // The offer Installed before a restart, offered again: the same rule, from packages.json,
     // which has no offer key.
@@ -210,10 +235,8 @@ Installed Ledger::ended() const {
     return out;
 }
 
-Installed Ledger::fail(const Offer& o, std::string why, std::optional<Attempt> attempt,
-                       bool settle) {
+Installed Ledger::fail(std::string why, std::optional<Attempt> attempt) {
     set_status(Code::install_failed, std::move(why));
-    if (settle) end(o);
     if (attempt) last_attempt_ = std::move(attempt);
     return ended();
 }
@@ -242,7 +265,7 @@ void Ledger::commit(const Offer& o, Installed packages, Attempt a) {
     last_attempt_ = std::move(a);
     report_.packages = packages.statuses;
     last_installed_ = std::move(packages);
-    end(o);
+    installed_key_ = key_of(o);
 }
 
 }  // namespace myr::update

@@ -11,6 +11,18 @@ std::string one_line(std::string s) {
     return text::valid_utf8(s, kMax);
 }
 
+const char* to_string(FailureClass c) {
+    switch (c) {
+        case FailureClass::deterministic:
+            return "deterministic";
+        case FailureClass::transient:
+            return "transient";
+        case FailureClass::refused:
+            return "refused";
+    }
+    return "?";
+}
+
 const char* to_string(Failure f) {
     switch (f) {
         case Failure::none:

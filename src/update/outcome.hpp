@@ -3,6 +3,7 @@
 // branches on these, and text is made at the edges (the report, the log, last-attempt.json).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace myr::update {
@@ -39,14 +40,29 @@ enum class Failure {
 };
 const char* to_string(Failure f);
 
+// What a failure says about the next try of the same offer (docs/update.md, "Failure classes"):
+// the class decides what happens next, and last-attempt.json keeps it under its word.
+enum class FailureClass : uint8_t {
+    // The package or its signature is wrong, or the new version failed on this node: the same
+    // offer is quarantined (update.quarantineFor, check.cpp) and answered from the record.
+    deterministic,
+    // The world may change by itself (an outage, a 5xx, a stall, a deadline, a disk that filled
+    // up meanwhile): Downloading fetches again within update.retryFor; once that ran out the
+    // same offer sent again is fetched again.
+    transient,
+    // Our own policy or the node's state said no (the transport rule, an allowlist, a size limit,
+    // not enough space known in advance, a refused request, no usable trusted root): ended at
+    // once, not retried and not quarantined; the same offer sent again after the operator fixed
+    // the node or the configuration installs.
+    refused,
+};
+const char* to_string(FailureClass c);
+
 // A failure with what to tell people about it.
 struct Why {
     Failure code = Failure::none;
     std::string text;  // one line
-    // The same offer may pass another time (an outage, a stall, a full disk: update/retry.hpp):
-    // Downloading retries it within update.retryFor, and once that ran out it is recorded as
-    // transient and not quarantined. False = deterministic (quarantined, check.cpp).
-    bool transient = false;
+    FailureClass cls = FailureClass::deterministic;
 };
 
 // Reasons go into one report field and one log line: multi-line output (a preflight's last lines)

@@ -118,6 +118,9 @@ class Verifier {
     };
     [[nodiscard]] virtual std::unique_ptr<Step> verify(Request request,
                                                        Callback<Verified> done) = 0;
+    // What the verifier trusts now (the trusted root's SHA-256), "" when nothing names it: a
+    // signature refused under one root is quarantined only while that root is in use.
+    virtual std::string trust() const { return {}; }
 };
 
 // The collector binary out of the archive into a fresh `.staging/<id>/` of the store.
@@ -150,9 +153,14 @@ struct Attempt {
     Outcome outcome = Outcome::failed;  // its words in the file: state_files.cpp
     std::string reason;                 // one line; "" when installed
     std::string at;                     // RFC 3339
-    // With failed and rolled-back: the same offer may pass another time (docs/update.md,
-    // "Failure classes"), so it is not quarantined. Files without the field: deterministic.
-    bool transient = false;
+    // With failed and rolled-back: what the failure says about the next try (docs/update.md,
+    // "Failure classes"); only a deterministic one is quarantined. Files without the field:
+    // deterministic.
+    FailureClass cls = FailureClass::deterministic;
+    // A signature refused under a trusted root: that root's SHA-256 (lower-case hex). The
+    // quarantine holds only while the same root is in use, so that a root replaced by the
+    // operator (the right CA, a new log key) gets the package verified again.
+    std::string trust{};
     std::string lifted{};  // RFC 3339: when `myriarch-updater forget` lifted the quarantine
     // Starts of the container that found this package's new version running before its trial
     // (journal phase starting or health-checking): carried from one interrupted install of the

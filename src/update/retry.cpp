@@ -5,22 +5,25 @@
 
 namespace myr::update {
 
-bool transient(const Error& e) {
+FailureClass classify(const Error& e) {
     switch (e.code()) {
         case Errc::network:
         case Errc::timeout:
-            return true;
+            return FailureClass::transient;
         case Errc::system:
-            return e.sys_errno() == ENOSPC || e.sys_errno() == EDQUOT;
+            return e.sys_errno() == ENOSPC || e.sys_errno() == EDQUOT ? FailureClass::transient
+                                                                      : FailureClass::refused;
+        case Errc::refused:
+            return FailureClass::refused;
         case Errc::unknown:
         case Errc::invalid:
         case Errc::integrity:
         case Errc::process:
         case Errc::cancelled:
         case Errc::injected:
-            return false;
+            return FailureClass::deterministic;
     }
-    return false;
+    return FailureClass::deterministic;
 }
 
 Duration retry_delay(int retry, double unit) {

@@ -10,14 +10,22 @@
 
 #include "core/result.hpp"
 #include "core/time.hpp"
+#include "update/outcome.hpp"
 
 namespace myr::update {
 
-// The downloader's kinds (downloader.hpp): network (refused, reset, DNS, TLS, 408/429/5xx after
-// its tries, a stall) and timeout (update.downloadTimeout) are transient, and so is a disk that
-// is full or over quota; anything else (a 4xx, the size cap, a URL refused, another disk error)
-// is deterministic.
-bool transient(const Error& e);
+// The class of an error the installer's ports answer (docs/update.md, "Failure classes", whose
+// table this switch is): network (refused, reset, DNS, TLS, 408/429/5xx after the downloader's
+// tries, a stall) and timeout (update.downloadTimeout) are transient, and so is a disk that is
+// full or over quota while writing; what our policy or the node refused (the transport rule, an
+// allowlist, a size limit, room known short in advance, a 4xx, a proxy's refusal, no usable
+// trusted root) and any other system error (the node's state: a read-only or broken spool) are
+// refused; what is wrong with the package (a digest, a signature, a malformed offer, a failed
+// process) is deterministic.
+FailureClass classify(const Error& e);
+inline bool transient(const Error& e) {
+    return classify(e) == FailureClass::transient;
+}
 
 // The wait before outer retry number `retry` (1, 2, …): 5 s doubling up to 5 min, with jitter
 // (`unit` in [0, 1] scales it to between half and all of that) so that a fleet whose server came

@@ -101,6 +101,14 @@ Result<Outcome> parse_outcome(std::string_view text) {
     return fail(Errc::invalid, "outcome: unknown: " + std::string(text));
 }
 
+Result<FailureClass> parse_class(std::string_view text) {
+    for (FailureClass c :
+         {FailureClass::deterministic, FailureClass::transient, FailureClass::refused}) {
+        if (text == to_string(c)) return c;
+    }
+    return fail(Errc::invalid, "class: not \"deterministic\", \"transient\" or \"refused\"");
+}
+
 std::string render_attempt(const Attempt& a) {
     json::Ptr root(json_object_new_object());
     put(root.get(), "packageHash", a.package_hash_hex);
@@ -109,8 +117,9 @@ std::string render_attempt(const Attempt& a) {
     put(root.get(), "reason", a.reason);
     put(root.get(), "at", a.at);
     if (a.outcome == Outcome::failed || a.outcome == Outcome::rolled_back) {
-        put(root.get(), "class", a.transient ? "transient" : "deterministic");
+        put(root.get(), "class", to_string(a.cls));
     }
+    if (!a.trust.empty()) put(root.get(), "trust", a.trust);
     if (!a.lifted.empty()) put(root.get(), "lifted", a.lifted);
     if (a.restarts > 0)
         json_object_object_add(root.get(), "restarts", json_object_new_int64(a.restarts));
@@ -137,10 +146,15 @@ Result<Attempt> parse_attempt(std::string_view text) {
     json_object* v = nullptr;
     if (json_object_object_get_ex(root->get(), "class", &v)) {
         auto cls = string_field(root->get(), "class");
-        if (!cls || (*cls != "transient" && *cls != "deterministic")) {
-            return fail(Errc::invalid, "class: not \"transient\" or \"deterministic\"");
-        }
-        a.transient = *cls == "transient";
+        if (!cls) return cls.fail();
+        auto parsed_cls = parse_class(*cls);
+        if (!parsed_cls) return parsed_cls.fail();
+        a.cls = *parsed_cls;
+    }
+    if (json_object_object_get_ex(root->get(), "trust", &v)) {
+        auto trust = string_field(root->get(), "trust");
+        if (!trust) return trust.fail();
+        a.trust = std::move(trust.value());
     }
     if (json_object_object_get_ex(root->get(), "lifted", &v)) {
         auto lifted = string_field(root->get(), "lifted");
@@ -270,8 +284,8 @@ Status store_installed(const statedir::StateDir& dir, const Installed& in) {
 }
 
 bool quarantines(const Attempt& a) {
-    return (a.outcome == Outcome::failed || a.outcome == Outcome::rolled_back) && !a.transient &&
-           a.lifted.empty() && !a.package_hash_hex.empty();
+    return (a.outcome == Outcome::failed || a.outcome == Outcome::rolled_back) &&
+           a.cls == FailureClass::deterministic && a.lifted.empty() && !a.package_hash_hex.empty();
 }
 
 std::optional<WallTime> quarantine_end(const Attempt& a, Duration quarantine_for) {
@@ -316,7 +330,7 @@ void count_restart(Attempt& a, const std::string& phase, int64_t carried, int64_
     a.restarts = carried + (ran_new_version(phase) ? 1 : 0);
     if (!ran_new_version(phase) || a.restarts < max_restarts) return;
     a.outcome = Outcome::rolled_back;
-    a.transient = false;
+    a.cls = FailureClass::deterministic;
     a.reason = "rolled back: the updater restarted " + std::to_string(a.restarts) +
                " times while " + a.version + " was started or checked (update.trialMaxBoots " +
                std::to_string(max_restarts) + "); " + a.reason;

@@ -27,6 +27,7 @@ namespace myr::update {
 // are written and read.
 const char* to_string(Outcome o);
 [[nodiscard]] Result<Outcome> parse_outcome(std::string_view text);
+[[nodiscard]] Result<FailureClass> parse_class(std::string_view text);
 
 std::string render_attempt(const Attempt& a);
 [[nodiscard]] Result<Attempt> parse_attempt(std::string_view json);

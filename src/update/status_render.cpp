@@ -146,7 +146,10 @@ void text_state(std::string& out, const StatusView& v) {
     if (v.last_attempt) {
         const Attempt& a = *v.last_attempt;
         std::string body = a.version + " " + to_string(a.outcome) + " at " + a.at;
-        if (a.transient) body += " (transient)";
+        const bool failure = a.outcome == Outcome::failed || a.outcome == Outcome::rolled_back;
+        if (failure && a.cls != FailureClass::deterministic) {
+            body += std::string(" (") + to_string(a.cls) + ")";
+        }
         if (!a.reason.empty()) body += ": " + a.reason;
         if (!a.lifted.empty()) body += " (quarantine lifted " + a.lifted + ")";
         line(out, "last attempt", body);
@@ -301,7 +304,7 @@ json_object* json_attempt(const StatusView& v) {
     put_opt(o, "reason", a.reason);
     put(o, "at", a.at);
     if (a.outcome == Outcome::failed || a.outcome == Outcome::rolled_back) {
-        put(o, "class", a.transient ? "transient" : "deterministic");
+        put(o, "class", to_string(a.cls));
     } else {
         put_null(o, "class");
     }

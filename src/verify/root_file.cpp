@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "hash/sha256.hpp"
 #include "verify/certificate.hpp"
 #include "verify/ed25519.hpp"
 #include "verify/public_key.hpp"
@@ -79,6 +80,7 @@ Result<LoadedRoot> load_usable_root(const std::string& path) {
     out.root = std::make_shared<const TrustedRoot>(std::move(*parsed));
     out.path = path;
     out.stamp = *stamp;
+    out.sha256_hex = hash::to_hex(hash::sha256(*text));
     return out;
 }
 

@@ -44,6 +44,9 @@ struct LoadedRoot {
     std::string path;
     std::optional<int64_t> newest_start;  // newest_validity_start: how old the root is
     FileStamp stamp;  // taken before the read: a change during the read is seen by the next look
+    // Of the file's bytes: names the root a signature was refused under, so that a quarantine
+    // for that refusal ends when the operator replaces the root (docs/update.md).
+    std::string sha256_hex;
 };
 
 // Reads `path` (at most kMaxTrustedRootBytes), parses it and checks it usable. Errors read

@@ -94,7 +94,7 @@ TEST_CASE("download: a body in any content coding but the identity is refused by
     CHECK(!refused_coding(head({{"content-encoding", " IDENTITY "}})));
     auto gzip = refused_coding(head({{"Content-Encoding", "gzip"}}));
     REQUIRE(gzip);
-    CHECK(gzip->code() == Errc::invalid);
+    CHECK(gzip->code() == Errc::refused);
     CHECK(gzip->message() ==
           "the server sent the body with Content-Encoding: gzip, although the request accepts "
           "only the identity");
@@ -293,7 +293,7 @@ TEST_CASE("download: check_url answers at once with the rule fetch() applies") {
     CHECK(rig.dl->check_url("https://h/artifacts/x").ok());
     auto refused = rig.dl->check_url("https://h/elsewhere/x");
     REQUIRE(!refused.ok());
-    CHECK(refused.error().code() == Errc::invalid);
+    CHECK(refused.error().code() == Errc::refused);
     CHECK(refused.error().message().find("https://h/elsewhere/x: refused (rule prefix)") !=
           std::string::npos);
     CHECK(rig.sched.posted() == 0);
@@ -311,7 +311,7 @@ TEST_CASE("download: refusals come on a later turn, never from inside fetch()") 
     rig.sched.run_pending();
     REQUIRE(bad_url);
     REQUIRE(!bad_url->ok());
-    CHECK(bad_url->error().code() == Errc::invalid);
+    CHECK(bad_url->error().code() == Errc::refused);
     CHECK(bad_url->error().message().find(
               "download: https://h/elsewhere/x: refused (rule prefix)") == 0);
     REQUIRE(bad_hash);

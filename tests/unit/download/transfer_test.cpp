@@ -301,7 +301,7 @@ TEST_CASE("transfer: Content-Length over the cap is refused before the body, the
     rig.sched.run_pending();
     REQUIRE(rig.done);
     REQUIRE(!rig.done->ok());
-    CHECK(rig.done->error().code() == Errc::invalid);
+    CHECK(rig.done->error().code() == Errc::refused);
     CHECK(rig.done->error().message() ==
           "download: the artifact is 10 bytes, over update.maxArtifactSize (9 bytes) "
           "(http://h/artifacts/a.bin)");
@@ -322,7 +322,7 @@ TEST_CASE("transfer: a 404 is named first, the URL once and without its query st
     CHECK(rig.done->error().message() ==
           "download: HTTP 404 Not Found (http://h/artifacts/a.bin?\xE2\x80\xA6)");
     // The same request gets the same answer: deterministic for the installer (update/retry.hpp).
-    CHECK(rig.done->error().code() == Errc::invalid);
+    CHECK(rig.done->error().code() == Errc::refused);
     CHECK(rig.fetcher.started == 1);
 }
 

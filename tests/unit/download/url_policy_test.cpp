@@ -26,7 +26,7 @@ UrlPolicy policy(std::initializer_list<const char*> prefixes, bool plain = false
 std::string rule_of(const std::string& url, const UrlPolicy& p) {
     auto r = check_download_url(url, p);
     if (r) return "";
-    CHECK(r.error().code() == Errc::invalid);
+    CHECK(r.error().code() == Errc::refused);
     const std::string& m = r.error().message();
     const size_t at = m.find("(rule ");
     REQUIRE(at != std::string::npos);

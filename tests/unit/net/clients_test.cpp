@@ -426,7 +426,7 @@ TEST_CASE("proxy client: a refusal names the proxy and its status, never its pag
         "Content-Length: 22\r\n\r\n<html>secret page</htm");
     auto r = through(proxy, "https://a.example/x.tar.gz", "u:p%40ss@");
     REQUIRE_FALSE(r);
-    CHECK(r.error().code() == Errc::network);
+    CHECK(r.error().code() == Errc::refused);
     // The proxy's URL carried credentials: shown as ***.
     CHECK(r.error().message() == "https://a.example:443/x.tar.gz: proxy http://***@" +
                                      proxy.label().substr(7) +

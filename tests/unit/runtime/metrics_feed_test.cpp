@@ -29,32 +29,40 @@ void expect(const Ending& e, AttemptResult result, std::optional<RollbackReason>
 
 TEST_CASE("metrics feed: each ending counts as docs/metrics.md says") {
     using K = Ending::Kind;
-    expect({K::installed, Failure::none, Rule::none, false}, AttemptResult::installed, {});
+    constexpr auto D = update::FailureClass::deterministic;
+    constexpr auto R = update::FailureClass::refused;
+    expect({K::installed, Failure::none, Rule::none, D, false}, AttemptResult::installed, {});
     // Turned down at Checking.
-    expect({K::failed, Failure::policy, Rule::quarantined, false}, AttemptResult::quarantined, {});
-    expect({K::failed, Failure::policy, Rule::downgrade, false}, AttemptResult::refused, {});
-    expect({K::failed, Failure::room, Rule::no_room, false}, AttemptResult::refused, {});
+    expect({K::failed, Failure::policy, Rule::quarantined, D, false}, AttemptResult::quarantined,
+           {});
+    expect({K::failed, Failure::policy, Rule::downgrade, R, false}, AttemptResult::refused, {});
+    expect({K::failed, Failure::room, Rule::no_room, R, false}, AttemptResult::refused, {});
+    // Refused later by our policy or the node (issue 35): a 4xx, the transport rule, no root.
+    for (Failure f : {Failure::download, Failure::signature, Failure::journal}) {
+        CAPTURE(update::to_string(f));
+        expect({K::failed, f, Rule::none, R, false}, AttemptResult::refused, {});
+    }
     // Ended before the swap; verify and preflight refused the new version.
-    expect({K::failed, Failure::integrity, Rule::none, false}, AttemptResult::failed,
+    expect({K::failed, Failure::integrity, Rule::none, D, false}, AttemptResult::failed,
            RollbackReason::verify);
-    expect({K::failed, Failure::signature, Rule::none, false}, AttemptResult::failed,
+    expect({K::failed, Failure::signature, Rule::none, D, false}, AttemptResult::failed,
            RollbackReason::verify);
-    expect({K::failed, Failure::preflight, Rule::none, false}, AttemptResult::failed,
+    expect({K::failed, Failure::preflight, Rule::none, D, false}, AttemptResult::failed,
            RollbackReason::preflight);
     for (Failure f : {Failure::download, Failure::stage, Failure::journal, Failure::inspect}) {
         CAPTURE(update::to_string(f));
-        expect({K::failed, f, Rule::none, false}, AttemptResult::failed, {});
+        expect({K::failed, f, Rule::none, D, false}, AttemptResult::failed, {});
     }
     // Swapped in, then the previous version restored.
-    expect({K::rolled_back, Failure::health, Rule::none, false}, AttemptResult::rolled_back,
+    expect({K::rolled_back, Failure::health, Rule::none, D, false}, AttemptResult::rolled_back,
            RollbackReason::health);
-    expect({K::rolled_back, Failure::health, Rule::none, true}, AttemptResult::rolled_back,
+    expect({K::rolled_back, Failure::health, Rule::none, D, true}, AttemptResult::rolled_back,
            RollbackReason::crashloop);
-    expect({K::rolled_back, Failure::trial, Rule::none, false}, AttemptResult::rolled_back,
+    expect({K::rolled_back, Failure::trial, Rule::none, D, false}, AttemptResult::rolled_back,
            RollbackReason::trial);
     for (Failure f : {Failure::start, Failure::stop, Failure::activation, Failure::commit}) {
         CAPTURE(update::to_string(f));
-        expect({K::rolled_back, f, Rule::none, false}, AttemptResult::rolled_back,
+        expect({K::rolled_back, f, Rule::none, D, false}, AttemptResult::rolled_back,
                RollbackReason::health);
     }
 }

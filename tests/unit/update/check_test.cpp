@@ -99,7 +99,7 @@ const Case kCases[] = {
      .rule = Rule::quarantined,
      .text = kQuarantined},
     {.name = "a transient failure of the same offer is tried again",
-     .last = [] { Attempt a = last_attempt(Outcome::failed, "0.117.0"); a.transient = true;
+     .last = [] { Attempt a = last_attempt(Outcome::failed, "0.117.0"); a.cls = FailureClass::transient;
                   return a; }()},
     {.name = "a lifted quarantine lets the same offer through",
      .last = [] { Attempt a = last_attempt(Outcome::failed, "0.117.0"); a.lifted = "t";

@@ -115,10 +115,14 @@ class FakeVerifier : public Verifier {
     std::unique_ptr<Step> verify(Request req, Callback<Verified> done) override {
         trace_.push_back("verify:" + req.bundle_json);
         Result<Verified> r = fail(Errc::integrity, "identity: wrong subject");
+        if (!root_problem.empty()) r = fail(Errc::refused, root_problem);
         if (req.bundle_json == good_bundle) r = Verified{"subject@example", "issuer"};
         return answers.answer([done, r] { done(r); });
     }
+    std::string trust() const override { return trust_id; }
     std::string good_bundle = "{good bundle}";
+    std::string trust_id;      // the root in use, as the real verifier names it (its SHA-256)
+    std::string root_problem;  // set: no usable root (every bundle but the good one refused so)
     Answers answers;
 
   private:

@@ -120,6 +120,14 @@ struct Rig : FakeParts {
         for (auto& f : service.held_start) sched.post(f);
         service.held_start.clear();
     }
+    // The same offer sent again after a failure: checked at the end of its backoff step (at most
+    // 5 s after the first failure), then run to idle.
+    void resend(Offer o) {
+        inst->offer(std::move(o));
+        sched.advance(5s);
+        sched.run_pending();
+        settle();
+    }
     const PackageReport& top() const { return inst->report().packages.at(0); }
     // The attempt the last finish recorded (last-attempt.json); the case ends if there is none.
     const Attempt& recorded() const {
@@ -311,10 +319,9 @@ TEST_CASE("installer: no room is refused before the download, not settled, not a
     CHECK_FALSE(rig.traced("fetch:"));
     REQUIRE(rig.volume.finishes.size() == 1);
     CHECK_FALSE(rig.volume.finishes[0].attempt.has_value());
-    // Room made: the same offer, sent again, is checked again and installs.
+    // Room made: the same offer, sent again, is checked again (after its backoff) and installs.
     rig.volume.inspection.volume_room->available = 2'000'000;
-    rig.inst->offer(offer_of("0.117.0"));
-    rig.settle();
+    rig.resend(offer_of("0.117.0"));
     CHECK(rig.top().code == Code::installed);
     CHECK(rig.count("fetch:") == 1);
 }
@@ -462,7 +469,7 @@ TEST_CASE("installer: the signature is verified before the download, the digest 
         CHECK_FALSE(rig.traced("fetch:"));
         CHECK_FALSE(rig.traced("journal:"));
         CHECK(rig.recorded().outcome == Outcome::failed);
-        CHECK_FALSE(rig.recorded().transient);
+        CHECK(rig.recorded().cls == FailureClass::deterministic);
     }
     SUBCASE("signature required and good: verified against the offered hash, then fetched") {
         Settings s = settings();
@@ -492,7 +499,7 @@ TEST_CASE("installer: the signature is verified before the download, the digest 
         CHECK_FALSE(rig.traced("journal:"));
         // Deterministic, an attempt: quarantined like a refusal after the download was.
         CHECK(rig.recorded().outcome == Outcome::failed);
-        CHECK_FALSE(rig.recorded().transient);
+        CHECK(rig.recorded().cls == FailureClass::deterministic);
         CHECK(rig.trace.back() == "finish:clear:attempt=failed:packages");
     }
 }
@@ -1217,18 +1224,18 @@ TEST_CASE("installer: retries end with update.retryFor, recorded transient (not 
     // 5 s, 10 s, 20 s cut to what is left: the last try is at the end of the budget.
     CHECK(rig.fetcher.requests.size() >= 4);
     CHECK(rig.sched.now() - start >= 30s);
-    CHECK(rig.recorded().transient);
+    CHECK(rig.recorded().cls == FailureClass::transient);
 }
 
-TEST_CASE("installer: a deterministic download failure (a 404) is fetched once") {
+TEST_CASE("installer: a refused download (a 404) is fetched once, not quarantined") {
     Rig rig(with_retry_for(10min));
-    rig.fetcher.result_for = always_failing(Errc::invalid, "download: HTTP 404 Not Found (u)");
+    rig.fetcher.result_for = always_failing(Errc::refused, "download: HTTP 404 Not Found (u)");
     rig.inst->offer(offer_of("0.117.0"));
     rig.settle();
     CHECK(rig.fetcher.requests.size() == 1);
     CHECK(rig.top().code == Code::install_failed);
     CHECK(rig.top().error == "download: HTTP 404 Not Found (u)");
-    CHECK_FALSE(rig.recorded().transient);
+    CHECK(rig.recorded().cls == FailureClass::refused);
 }
 
 TEST_CASE("installer: a cancel during the wait between retries fetches nothing more") {
@@ -1320,5 +1327,222 @@ TEST_CASE("installer: the observer hears why an install ended, with the code and
         CHECK(h.endings[0].code == update::Failure::policy);
         CHECK(h.endings[0].rule == Rule::downgrade);
         CHECK(h.downloads.empty());
+    }
+}
+
+// --- Issue 35: offers as fleet servers send them; issue 43 items 2-6 --------------------------
+
+namespace {
+
+// Runs the fake clock for `span`, sending `o` again every `every`, and counts the Checkings
+// (one volume inspection each) that the resends caused.
+size_t checkings_while_resending(Rig& rig, const Offer& o, Duration span, Duration every) {
+    const size_t before = rig.count("inspect");
+    for (Duration t = 0s; t < span; t += every) {
+        rig.inst->offer(o);
+        for (Duration s = 0s; s < every; s += 100ms) {
+            rig.sched.run_pending();
+            rig.sched.advance(100ms);
+        }
+    }
+    rig.settle();
+    return rig.count("inspect") - before;
+}
+
+}  // namespace
+
+TEST_CASE("offers sent again: a transient end past retryFor is fetched again when sent again") {
+    Rig rig(with_retry_for(30s));
+    bool down = true;
+    rig.fetcher.result_for = [&](const download::Request& r) -> Result<download::Artifact> {
+        if (down) return fail(Errc::network, "download: connection refused (u)");
+        return rig.fetcher.artifact(r);
+    };
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    REQUIRE(rig.top().code == Code::install_failed);
+    CHECK(rig.recorded().cls == FailureClass::transient);
+    const size_t fetched = rig.fetcher.requests.size();
+    // The artifact server is back; the OpAMP server sends the same offer (same hash) again.
+    down = false;
+    rig.resend(offer_of("0.117.0"));
+    CHECK(rig.fetcher.requests.size() == fetched + 1);
+    CHECK(rig.top().code == Code::installed);
+    CHECK(rig.inst->active_version() == "0.117.0");
+}
+
+TEST_CASE("offers sent again: a deterministic end is answered quarantined, with no request") {
+    Rig rig;
+    rig.fetcher.sha_override = std::string(64, 'f');  // the bytes are not the offered ones
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    REQUIRE(rig.top().code == Code::install_failed);
+    REQUIRE(rig.recorded().cls == FailureClass::deterministic);
+    const size_t fetched = rig.fetcher.requests.size();
+    rig.resend(offer_of("0.117.0"));
+    CHECK(rig.fetcher.requests.size() == fetched);
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().error.rfind("quarantined: content hash mismatch", 0) == 0);
+    // `forget` lifted it (last-attempt.json "lifted"), the bytes are right now: the same offer
+    // sent again installs.
+    rig.volume.inspection.last_attempt->lifted = "2026-12-07T00:00:00Z";
+    rig.fetcher.sha_override.clear();
+    rig.sched.advance(10s);  // past the second backoff step
+    rig.resend(offer_of("0.117.0"));
+    CHECK(rig.fetcher.requests.size() == fetched + 1);
+    CHECK(rig.top().code == Code::installed);
+}
+
+TEST_CASE(
+    "offers sent again: a server resending a failed offer every second gets one Checking "
+    "per backoff step") {
+    Rig rig;
+    rig.fetcher.sha_override = std::string(64, 'f');
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    REQUIRE(rig.recorded().cls == FailureClass::deterministic);
+    const size_t fetched = rig.fetcher.requests.size();
+    const size_t checks = checkings_while_resending(rig, offer_of("0.117.0"), 2min, 1s);
+    MESSAGE("Checkings in 2 min of resends every second: " << checks);
+    // Steps of at least 2.5, 5, 10, 20, 40 s (5 s doubling, jittered to half or more): at most 5
+    // fit in 120 s; without the gate it would be 120.
+    CHECK(checks >= 3);
+    CHECK(checks <= 5);
+    CHECK(rig.fetcher.requests.size() == fetched);  // every one answered from the quarantine
+}
+
+TEST_CASE("offers sent again: a refused download ends at once, 0 retries, not quarantined") {
+    Rig rig(with_retry_for(6h));
+    rig.fetcher.result_for = always_failing(
+        Errc::refused,
+        "download: http://10.0.0.1/x.tar.gz: refusing a plaintext connection through a proxy to "
+        "10.0.0.1, which is not a loopback address (allowInsecureTransport is off)");
+    const MonoTime start = rig.sched.now();
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK(rig.fetcher.requests.size() == 1);
+    CHECK(rig.sched.now() - start < 5s);
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().error.find("refusing a plaintext connection") != std::string::npos);
+    const bool retried = std::any_of(rig.reports.begin(), rig.reports.end(), [](const Report& r) {
+        return r.packages[0].error.rfind("retrying", 0) == 0;
+    });
+    CHECK_FALSE(retried);  // never "retrying: …"
+    CHECK(rig.recorded().cls == FailureClass::refused);
+    // Fixed (the operator allowed the transport): the same offer sent again installs.
+    rig.fetcher.result_for = nullptr;
+    rig.resend(offer_of("0.117.0"));
+    CHECK(rig.top().code == Code::installed);
+}
+
+TEST_CASE("offers sent again: not enough space known from Content-Length is refused at once") {
+    Rig rig(with_retry_for(6h));
+    rig.fetcher.result_for = always_failing(
+        Errc::refused, "download: not enough space on /state/spool: need 34936318, have 28110848");
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.settle();
+    CHECK(rig.fetcher.requests.size() == 1);
+    CHECK(rig.top().code == Code::install_failed);
+    CHECK(rig.top().error.find("need 34936318, have 28110848") != std::string::npos);
+    CHECK(rig.recorded().cls == FailureClass::refused);
+}
+
+TEST_CASE("offers sent again: the same install with a fresh URL keeps its download and jitter") {
+    Rig rig(with_retry_for(10min));
+    int failures = 1;
+    rig.fetcher.result_for = [&](const download::Request& r) -> Result<download::Artifact> {
+        if (failures-- > 0) return fail(Errc::network, "download: connection reset (u)");
+        return rig.fetcher.artifact(r);
+    };
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.until(State::downloading);
+    while (rig.fetcher.requests.empty()) {
+        rig.sched.run_pending();
+        rig.sched.advance(100ms);
+    }
+    // The first fetch failed; during the wait before the retry the server renews the URL.
+    Offer renewed = offer_of("0.117.0");
+    renewed.packages[0].file->url = "https://artifacts.example/otelcol-0.117.0.tar.gz?sig=new";
+    renewed.all_packages_hash = "renewed";
+    const size_t fetched = rig.fetcher.requests.size();
+    rig.inst->offer(renewed);
+    CHECK(rig.inst->state() == State::downloading);  // not cancelled, not started over
+    CHECK(rig.inst->report().all_packages_hash == "renewed");
+    rig.settle();
+    REQUIRE(rig.fetcher.requests.size() == fetched + 1);
+    CHECK(rig.fetcher.requests.back().url == renewed.packages[0].file->url);
+    CHECK(rig.top().code == Code::installed);
+}
+
+TEST_CASE(
+    "offers sent again: a resumed download whose digest mismatches is fetched once from "
+    "zero") {
+    SUBCASE("the kept part was stale: the fresh download installs") {
+        Rig rig;
+        rig.fetcher.result_for = [&](const download::Request& r) -> Result<download::Artifact> {
+            download::Artifact a = rig.fetcher.artifact(r);
+            if (!r.fresh) {
+                a.resumed = true;
+                a.sha256_hex = std::string(64, 'f');
+            }
+            return a;
+        };
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        REQUIRE(rig.fetcher.requests.size() == 2);
+        CHECK_FALSE(rig.fetcher.requests[0].fresh);
+        CHECK(rig.fetcher.requests[1].fresh);
+        CHECK(rig.top().code == Code::installed);
+    }
+    SUBCASE("the fresh download mismatches too: quarantined") {
+        Rig rig;
+        rig.fetcher.result_for = [&](const download::Request& r) -> Result<download::Artifact> {
+            download::Artifact a = rig.fetcher.artifact(r);
+            a.resumed = !r.fresh;
+            a.sha256_hex = std::string(64, 'f');
+            return a;
+        };
+        rig.inst->offer(offer_of("0.117.0"));
+        rig.settle();
+        CHECK(rig.fetcher.requests.size() == 2);
+        CHECK(rig.top().error.rfind("content hash mismatch", 0) == 0);
+        CHECK(rig.recorded().cls == FailureClass::deterministic);
+    }
+}
+
+TEST_CASE(
+    "offers sent again: a signature refused for want of a root, or under a replaced root, "
+    "is verified again") {
+    Settings s = settings();
+    s.require_signature = true;
+    Rig rig(s);
+    SUBCASE("no usable root: refused, not quarantined") {
+        rig.verifier.root_problem = "trusted root /etc/myriarch/trusted_root.json: missing";
+        rig.inst->offer(offer_of("0.117.0", 'p', "{bundle}"));
+        rig.settle();
+        CHECK(rig.top().error.find("trusted root") != std::string::npos);
+        CHECK(rig.recorded().cls == FailureClass::refused);
+        CHECK_FALSE(rig.traced("fetch:"));
+        // The right root loaded: the offer sent again is verified and installed.
+        rig.verifier.root_problem.clear();
+        rig.verifier.good_bundle = "{bundle}";
+        rig.resend(offer_of("0.117.0", 'p', "{bundle}"));
+        CHECK(rig.top().code == Code::installed);
+    }
+    SUBCASE("refused under root A: quarantined while A is in use, verified again under B") {
+        rig.verifier.trust_id = "aaaa";
+        rig.inst->offer(offer_of("0.117.0", 'p', "{bundle}"));
+        rig.settle();
+        REQUIRE(rig.recorded().cls == FailureClass::deterministic);
+        CHECK(rig.recorded().trust == "aaaa");
+        rig.resend(offer_of("0.117.0", 'p', "{bundle}"));
+        CHECK(rig.top().error.rfind("quarantined: signature: ", 0) == 0);
+        CHECK(rig.count("verify:") == 1);
+        rig.verifier.trust_id = "bbbb";  // the operator replaced the root
+        rig.verifier.good_bundle = "{bundle}";
+        rig.sched.advance(10s);
+        rig.resend(offer_of("0.117.0", 'p', "{bundle}"));
+        CHECK(rig.count("verify:") == 2);
+        CHECK(rig.top().code == Code::installed);
     }
 }

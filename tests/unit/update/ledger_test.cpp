@@ -29,10 +29,20 @@ download::Progress at(double percent) {
 
 }  // namespace
 
+Offer with_url(Offer o, const std::string& url) {
+    o.packages[0].file->url = url;
+    return o;
+}
+
 TEST_CASE("ledger: an offer during an install, by the running one, the remembered one, a cancel") {
     using W = Ledger::WhileBusy;
     const Offer running = offer_of("0.117.0");
     const Offer newer = offer_of("0.118.0", 'q');
+    const Offer fresh_url = with_url(running, "https://artifacts.example/0.117.0?sig=2");
+    Offer new_hash = running;
+    new_hash.all_packages_hash = "resent";
+    Offer resigned = running;
+    resigned.packages[0].file->signature = "{\"other\":\"bundle\"}";
     struct Case {
         const char* name;
         const Offer& offer;
@@ -43,6 +53,9 @@ TEST_CASE("ledger: an offer during an install, by the running one, the remembere
     // clang-format off
     const Case cases[] = {
         {"the same offer again",                      running, false, std::nullopt, W::ignore},
+        {"the same install from a fresh URL",         fresh_url, false, std::nullopt, W::refresh},
+        {"the same install under a new hash",         new_hash, false, std::nullopt, W::refresh},
+        {"the same package with another bundle",      resigned, false, std::nullopt, W::remember},
         {"the same again, after a newer cancelled it", running, true,  newer,        W::again},
         {"the same again, while a newer one waits",   running, false, newer,        W::withdraw},
         {"the remembered one again",                  newer,   true,  newer,        W::ignore},
@@ -57,20 +70,20 @@ TEST_CASE("ledger: an offer during an install, by the running one, the remembere
     }
 }
 
-TEST_CASE("ledger: the offer last ended is settled only while unchanged") {
+TEST_CASE("ledger: the offer last Installed is settled only while unchanged") {
     Ledger l(2s);
     l.set_active("0.116.0", "");
     Offer o = offer_of("0.117.0");
     CHECK_FALSE(l.settled(o));
-    REQUIRE(l.open(o).has_value());
-    l.end(o);
+    auto pkg = l.open(o);
+    REQUIRE(pkg.has_value());
+    l.commit(o, l.installed(o, *pkg, true), Attempt{});
     CHECK(l.settled(o));
     Offer other_hash = o;
     other_hash.all_packages_hash = "changed";
     CHECK_FALSE(l.settled(other_hash));
-    Offer other_url = o;
-    other_url.packages[0].file->url += "?v=2";
-    CHECK_FALSE(l.settled(other_url));
+    // The same package from another URL under the same hash: still the one installed.
+    CHECK(l.settled(with_url(o, "https://artifacts.example/0.117.0?v=2")));
 }
 
 TEST_CASE("ledger: a restored Installed is settled while its version is the active one") {
@@ -112,12 +125,14 @@ TEST_CASE("ledger: a failed end reports InstallFailed and keeps the last Install
         installed.all_packages_hash, "otelcol-contrib", "0.117.0", std::string(32, 'p'), {}, 0});
     Offer o = offer_of("0.118.0", 'q');
     REQUIRE(l.open(o).has_value());
-    Installed out = l.fail(o, "preflight: exit 1", std::nullopt);
+    Installed out = l.fail("preflight: exit 1", std::nullopt);
     CHECK(l.report().packages[0].code == Code::install_failed);
     CHECK(l.report().packages[0].error == "preflight: exit 1");
     CHECK(out.all_packages_hash == installed.all_packages_hash);
     CHECK(out.statuses == l.report().packages);
-    CHECK(l.settled(o));  // the same offer again is a repeat
+    // Issue 35: only what is installed answers an offer; a failed one sent again is processed
+    // again (the installer paces it).
+    CHECK_FALSE(l.settled(o));
 }
 
 TEST_CASE("ledger: a package the codec refused is answered with the reason, never installed") {

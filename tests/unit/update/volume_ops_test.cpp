@@ -280,7 +280,7 @@ TEST_CASE(
     }
     a = install_and_die("starting");
     CHECK(a.outcome == Outcome::rolled_back);
-    CHECK_FALSE(a.transient);
+    CHECK(a.cls == FailureClass::deterministic);
     CHECK(quarantines(a));
     CHECK(a.restarts == 3);
     CHECK(a.package_hash_hex == std::string(64, 'e'));
@@ -635,7 +635,7 @@ TEST_CASE(
     "deterministic") {
     VolumeRig rig;
     Attempt a{std::string(64, 'e'), "0.117.0", Outcome::failed, "download: HTTP 503", "t"};
-    a.transient = true;
+    a.cls = FailureClass::transient;
     CHECK(render_attempt(a).find("\"class\":\"transient\"") != std::string::npos);
     CHECK(parse_attempt(render_attempt(a)).value() == a);
     CHECK_FALSE(quarantines(a));
@@ -644,13 +644,13 @@ TEST_CASE(
         "{\"packageHash\":\"ee\",\"version\":\"0.117.0\",\"outcome\":"
         "\"rolled-back\",\"reason\":\"health\",\"at\":\"t\"}");
     REQUIRE(old.ok());
-    CHECK_FALSE(old->transient);
+    CHECK(old->cls == FailureClass::deterministic);
     CHECK(quarantines(*old));
     // An interrupted install quarantines nothing, whatever it says.
     CHECK_FALSE(quarantines(Attempt{"ee", "0.117.0", Outcome::interrupted, "x", "t"}));
 
     // forget: another hash lifts nothing, the recorded one is lifted once.
-    a.transient = false;
+    a.cls = FailureClass::deterministic;
     REQUIRE(store_attempt(rig.j->state(), a).ok());
     CHECK_FALSE(lift_quarantine(rig.j->state(), std::string(64, 'f'), "now").value());
     auto lifted = lift_quarantine(rig.j->state(), a.package_hash_hex, "now");
