@@ -8,6 +8,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "config/config.hpp"
+#include "core/text.hpp"
 #include "core/time.hpp"
 #include "statedir/state_dir.hpp"
 #include "update/state_files.hpp"
@@ -44,19 +45,24 @@ int cmd_forget(const std::vector<std::string>& argv) {
         }
         return 1;
     }
-    auto dir = statedir::StateDir::open(r.config->collector.state_dir);
-    if (!dir) return runtime_error(dir.error().context("forget"));
+    // Opened, never created: a missing directory is a wrong --config or an unmounted volume, and
+    // an empty directory made here would hide that from the next start.
+    auto dir = statedir::StateDir::open_existing(r.config->collector.state_dir);
+    if (!dir) return state_error(dir.error().context("forget"));
     auto lifted = update::lift_quarantine(*dir, hash, format_rfc3339(wall_now()));
-    if (!lifted) return runtime_error(lifted.error().context("forget"));
-    const std::string file = dir->path_of(statedir::entry::last_attempt);
+    if (!lifted) return state_error(lifted.error().context("forget"));
+    const std::string file = text::escape_controls(dir->path_of(statedir::entry::last_attempt));
     if (!lifted->has_value()) {
         std::printf("nothing to lift: %s quarantines no package%s\n", file.c_str(),
                     hash.empty() ? "" : (" with hash " + hash).c_str());
         return 0;
     }
+    // Every field comes from last-attempt.json, which anyone with the volume can edit.
     const update::Attempt& a = **lifted;
     std::printf("lifted the quarantine of %s (package hash %s, failed at %s): %s\n",
-                a.version.c_str(), a.package_hash_hex.c_str(), a.at.c_str(), a.reason.c_str());
+                text::escape_controls(a.version).c_str(),
+                text::escape_controls(a.package_hash_hex).c_str(),
+                text::escape_controls(a.at).c_str(), text::escape_controls(a.reason).c_str());
     return 0;
 }
 

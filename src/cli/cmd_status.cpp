@@ -56,7 +56,7 @@ int cmd_status(const std::vector<std::string>& argv) {
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
     for (const std::string& p : v.problems) {
-        const std::string one = text::single_line(text::valid_utf8(p));
+        const std::string one = text::escape_controls(p);
         std::fprintf(stderr, "myriarch-updater status: %s\n", one.c_str());
     }
     return v.problems.empty() ? 0 : 1;

@@ -90,6 +90,7 @@ Result<verify::Identity> identity_from(const Args& args) {
             "(--certificate-identity-regexp)");
     }
     if (id.issuer.empty()) return fail("--issuer (--certificate-oidc-issuer) is required");
+    if (auto ok = version::check_template(id.subject); !ok) return ok.fail("--subject");
     for (const FieldFlag& f : kFieldFlags) {
         auto v = args.get(f.flag);
         if (!v) continue;
@@ -103,16 +104,16 @@ Result<verify::Identity> identity_from(const Args& args) {
         if (!parsed) return fail("--version " + *v + " is not a semantic version");
         version = version::to_string(*parsed);
     }
+    if (version.empty() && id.subject.find("{version}") != std::string::npos) {
+        return fail("--subject uses {version}: give --version");
+    }
     for (const verify::FieldRule& r : id.fields) {
         if (version.empty() && r.expected.find("{version}") != std::string::npos) {
             return fail(std::string(verify::field_name(r.field)) +
                         " uses {version}: give --version");
         }
     }
-    auto bound = verify::bind_version(id.fields, version);
-    if (!bound) return bound.fail();
-    id.fields = std::move(*bound);
-    return id;
+    return verify::bind_identity(id, version);
 }
 
 // --digest sha256:HEX, the published checksum, in place of hashing the artifact.

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/text.hpp"
 #include "stage/child.hpp"
 
 namespace myr::cli {
@@ -149,6 +150,11 @@ int usage_error(const std::string& command, const std::string& message) {
 
 int runtime_error(const Error& e) {
     std::fprintf(stderr, "myriarch-updater: %s\n", e.message().c_str());
+    return 1;
+}
+
+int state_error(const Error& e) {
+    std::fprintf(stderr, "myriarch-updater: %s\n", text::escape_controls(e.message()).c_str());
     return 1;
 }
 

@@ -27,6 +27,9 @@ std::string overview();
 int usage_error(const std::string& command, const std::string& message);
 // Prints "myriarch-updater: <message>"; returns 1.
 int runtime_error(const Error& e);
+// The same for an error that may quote a state file (`status`, `forget`): its control characters
+// written out (text::escape_controls), so the file cannot drive the terminal; returns 1.
+int state_error(const Error& e);
 // Prints a command's --help to stdout; returns 0.
 int print_help(const std::string& command);
 

@@ -73,8 +73,36 @@ struct Signature {
 };
 inline constexpr int kMaxMinTimestamps = 32;
 
-// update.startJitter's upper bound.
-inline constexpr Duration kMaxStartJitter = std::chrono::hours(1);
+// The largest value of each duration and count (docs/config.md, "Maxima"), enforced by the decoder
+// so that `validate` names the key. Each is far above any sensible setting and small enough that
+// no deadline or buffer formed from it can overflow: time arithmetic holds int64 nanoseconds,
+// about 2.5 million hours.
+namespace limits {
+using std::chrono::hours;
+using std::chrono::minutes;
+inline constexpr Duration kHeartbeatInterval = hours(24);
+// The jitter holds every update of the fleet back by up to its length: spreading a rollout over
+// hours is the server's job (offer it to part of the fleet), not a sleep in each pod.
+inline constexpr Duration kStartJitter = hours(1);
+inline constexpr Duration kDownloadTimeout = hours(24 * 7);
+inline constexpr Duration kRetryFor = hours(24 * 30);
+inline constexpr Duration kQuarantineFor = hours(24 * 365);
+inline constexpr Duration kHealthTimeout = hours(1);
+inline constexpr Duration kHealthInterval = minutes(10);
+inline constexpr Duration kTrialPeriod = hours(24 * 30);
+inline constexpr Duration kStopTimeout = hours(1);
+inline constexpr Duration kRestartDelay = hours(1);
+inline constexpr Duration kRestartWindow = hours(24);
+inline constexpr uint32_t kHealthSuccesses = 1000;
+inline constexpr uint32_t kTrialMaxRestarts = 1000;
+inline constexpr uint32_t kTrialMaxBoots = 1000;
+inline constexpr uint32_t kKeepVersions = 100;
+// The restart policy keeps the time of each end within its window: this many at most.
+inline constexpr uint32_t kMaxRestarts = 1000;
+// 16 GiB: its derived download deadline (effective_download_timeout) is about 73 hours, within
+// kDownloadTimeout.
+inline constexpr uint64_t kMaxArtifactSize = 16ULL << 30;
+}  // namespace limits
 
 struct Update {
     bool require_signature = true;

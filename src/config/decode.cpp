@@ -10,6 +10,10 @@ namespace myr::config {
 namespace {
 
 using yaml::Node;
+namespace L = limits;
+// For a key whose maximum a rule checks with its minimum in one message (host.pollInterval:
+// check_host in rules.cpp).
+constexpr Duration kBoundedByRules = Duration::max();
 
 using Decoder = std::function<void(const Node& key, const Node& value, const std::string& path)>;
 
@@ -52,14 +56,15 @@ class Schema {
     Decoder boolean(bool& out);
     // An integer in [min, max], written plain (`-1`, `3`; not `"3"` or `0x10`).
     Decoder integer(std::function<void(int64_t)> set, int64_t min, int64_t max);
-    Decoder uint(uint32_t& out, uint32_t min);
+    Decoder uint(uint32_t& out, uint32_t min, uint32_t max);
     Decoder text(std::string& out);
     Decoder file_name(std::string& out);
     Decoder abs_path(std::string& out, bool allow_empty);
-    Decoder duration(Duration& out, bool allow_zero);
-    // A positive duration, or "" / null for "unset" (a value derived from others).
-    Decoder duration_or_unset(std::optional<Duration>& out);
-    Decoder size(uint64_t& out);
+    // A duration in [0 or 1 ms, max].
+    Decoder duration(Duration& out, bool allow_zero, Duration max);
+    // A positive duration up to max, or "" / null for "unset" (a value derived from others).
+    Decoder duration_or_unset(std::optional<Duration>& out, Duration max);
+    Decoder size(uint64_t& out, uint64_t max);
     Decoder url(std::optional<Url>& out, std::vector<std::string> schemes, bool empty_is_none);
     Decoder url_list(std::vector<Url>& out, std::vector<std::string> schemes);
     Decoder string_list(std::vector<std::string>& out, bool allow_empty_list);
@@ -196,8 +201,8 @@ Decoder Schema::integer(std::function<void(int64_t)> set, int64_t min, int64_t m
     };
 }
 
-Decoder Schema::uint(uint32_t& out, uint32_t min) {
-    return integer([&out](int64_t n) { out = static_cast<uint32_t>(n); }, min, UINT32_MAX);
+Decoder Schema::uint(uint32_t& out, uint32_t min, uint32_t max) {
+    return integer([&out](int64_t n) { out = static_cast<uint32_t>(n); }, min, max);
 }
 
 Decoder Schema::text(std::string& out) {
@@ -236,8 +241,8 @@ Decoder Schema::abs_path(std::string& out, bool allow_empty) {
     };
 }
 
-Decoder Schema::duration(Duration& out, bool allow_zero) {
-    return [this, &out, allow_zero](const Node& key, const Node& v, const std::string& path) {
+Decoder Schema::duration(Duration& out, bool allow_zero, Duration max) {
+    return [this, &out, allow_zero, max](const Node& key, const Node& v, const std::string& path) {
         std::string s;
         if (!scalar_text(key, v, path, "a duration such as \"30s\"", s, false)) return;
         Duration d{0};
@@ -255,25 +260,31 @@ Decoder Schema::duration(Duration& out, bool allow_zero) {
                         ", got \"" + yaml::printable(s) + "\"");
             return;
         }
+        if (d > max) {
+            ctx_.at(
+                key.mark, path,
+                "must be at most " + format_duration(max) + ", got \"" + yaml::printable(s) + "\"");
+            return;
+        }
         out = d;
     };
 }
 
-Decoder Schema::duration_or_unset(std::optional<Duration>& out) {
-    return [this, &out](const Node& key, const Node& v, const std::string& path) {
+Decoder Schema::duration_or_unset(std::optional<Duration>& out, Duration max) {
+    return [this, &out, max](const Node& key, const Node& v, const std::string& path) {
         if (v.is_null() || (is_scalar(v) && v.value.empty())) {
             out.reset();
             return;
         }
         // duration() assigns only what it accepts; a refusal is reported there.
         Duration d{-1};
-        duration(d, false)(key, v, path);
+        duration(d, false, max)(key, v, path);
         if (d.count() > 0) out = d;
     };
 }
 
-Decoder Schema::size(uint64_t& out) {
-    return [this, &out](const Node& key, const Node& v, const std::string& path) {
+Decoder Schema::size(uint64_t& out, uint64_t max) {
+    return [this, &out, max](const Node& key, const Node& v, const std::string& path) {
         std::string s;
         if (!scalar_text(key, v, path, "a size such as \"1GiB\"", s, false)) return;
         auto r = parse_size(s);
@@ -283,6 +294,11 @@ Decoder Schema::size(uint64_t& out) {
         }
         if (*r == 0) {
             ctx_.at(key.mark, path, "must be at least 1B");
+            return;
+        }
+        if (*r > max) {
+            ctx_.at(key.mark, path,
+                    "must be at most " + format_size(max) + ", got \"" + yaml::printable(s) + "\"");
             return;
         }
         out = *r;
@@ -506,7 +522,7 @@ void Schema::root(const Node& root) {
             {"enrollmentTokenFile", text(sv.enrollment_token_file)},
             {"enrollmentTokenEnv", text(sv.enrollment_token_env)},
             {"hostName", text(sv.host_name)},
-            {"heartbeatInterval", duration(sv.heartbeat_interval, true)},
+            {"heartbeatInterval", duration(sv.heartbeat_interval, true, L::kHeartbeatInterval)},
         };
     };
     auto signer = signer_entries();
@@ -522,18 +538,18 @@ void Schema::root(const Node& root) {
             {"allowDowngrade", boolean(up.allow_downgrade)},
             {"maxMinorSkew", integer([&up](int64_t n) { up.max_minor_skew = static_cast<int>(n); },
                                      -1, config::kMaxMinorSkew)},
-            {"maxArtifactSize", size(up.max_artifact_size)},
-            {"downloadTimeout", duration_or_unset(up.download_timeout)},
-            {"startJitter", duration(up.start_jitter, true)},
-            {"retryFor", duration(up.retry_for, true)},
-            {"quarantineFor", duration(up.quarantine_for, true)},
-            {"healthTimeout", duration(up.health_timeout, false)},
-            {"healthSuccesses", uint(up.health_successes, 1)},
-            {"healthInterval", duration(up.health_interval, false)},
+            {"maxArtifactSize", size(up.max_artifact_size, L::kMaxArtifactSize)},
+            {"downloadTimeout", duration_or_unset(up.download_timeout, L::kDownloadTimeout)},
+            {"startJitter", duration(up.start_jitter, true, L::kStartJitter)},
+            {"retryFor", duration(up.retry_for, true, L::kRetryFor)},
+            {"quarantineFor", duration(up.quarantine_for, true, L::kQuarantineFor)},
+            {"healthTimeout", duration(up.health_timeout, false, L::kHealthTimeout)},
+            {"healthSuccesses", uint(up.health_successes, 1, L::kHealthSuccesses)},
+            {"healthInterval", duration(up.health_interval, false, L::kHealthInterval)},
             {"validateArgs", string_list(up.validate_args, false)},
-            {"trialPeriod", duration(up.trial_period, true)},
-            {"trialMaxRestarts", uint(up.trial_max_restarts, 1)},
-            {"trialMaxBoots", uint(up.trial_max_boots, 1)},
+            {"trialPeriod", duration(up.trial_period, true, L::kTrialPeriod)},
+            {"trialMaxRestarts", uint(up.trial_max_restarts, 1, L::kTrialMaxRestarts)},
+            {"trialMaxBoots", uint(up.trial_max_boots, 1, L::kTrialMaxBoots)},
         };
     };
     auto collector = [this, &co] {
@@ -543,7 +559,7 @@ void Schema::root(const Node& root) {
             {"stateDir", abs_path(co.state_dir, false)},
             {"activation", choice<Activation>(co.activation, {{"symlink", Activation::symlink},
                                                               {"copy", Activation::copy}})},
-            {"keepVersions", uint(co.keep_versions, 0)},
+            {"keepVersions", uint(co.keep_versions, 0, L::kKeepVersions)},
             {"healthUrl", url(co.health_url, {"http", "https"}, true)},
             {"configFile", abs_path(co.config_file, false)},
         };
@@ -563,10 +579,10 @@ void Schema::root(const Node& root) {
                                                                {"image", SeedPolicy::image}})},
             {"stopSignal", choice<StopSignal>(ct.stop_signal, {{"TERM", StopSignal::term},
                                                                {"INT", StopSignal::interrupt}})},
-            {"stopTimeout", duration(ct.stop_timeout, false)},
-            {"restartDelay", duration(ct.restart_delay, false)},
-            {"maxRestarts", uint(ct.max_restarts, 1)},
-            {"restartWindow", duration(ct.restart_window, false)},
+            {"stopTimeout", duration(ct.stop_timeout, false, L::kStopTimeout)},
+            {"restartDelay", duration(ct.restart_delay, false, L::kRestartDelay)},
+            {"maxRestarts", uint(ct.max_restarts, 1, L::kMaxRestarts)},
+            {"restartWindow", duration(ct.restart_window, false, L::kRestartWindow)},
             {"terminationMessagePath", abs_path(ct.termination_message_path, true)},
             {"healthListen", host_port(ct.health_listen)},
             {"metrics", boolean(ct.metrics)},
@@ -577,7 +593,7 @@ void Schema::root(const Node& root) {
         Host& h = cfg_.host.emplace();
         return std::vector<Entry>{
             {"serviceName", text(h.service_name)},
-            {"pollInterval", duration(h.poll_interval, false)},
+            {"pollInterval", duration(h.poll_interval, false, kBoundedByRules)},
             {"seedBinary", abs_path(h.seed_binary, true)},
             {"healthListen", host_port(h.health_listen)},
             {"metrics", boolean(h.metrics)},

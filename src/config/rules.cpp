@@ -160,22 +160,37 @@ void check_network(const Config& cfg, Context& ctx) {
 }
 
 // Only {version} is a placeholder: a typo such as {Version} would otherwise be compared literally
-// and refuse every release, or worse, be mistaken for a pin that holds.
+// and refuse every release, or worse, be mistaken for a pin that holds. It is replaced in subject
+// and the certificate fields; in issuer and subjectRegexp it would be compared (or matched)
+// literally, so every signed release would fail: refused there, naming where it works.
 void check_signer_templates(const SignerIdentity& si, Context& ctx) {
-    for (const SignerField& f : signer_fields(si)) {
+    std::vector<SignerField> templates = signer_fields(si);
+    templates.push_back({"subject", &si.subject});
+    for (const SignerField& f : templates) {
         std::string key = std::string("update.signerIdentity.") + f.key;
         if (f.value->empty() || ctx.bad(key)) continue;
         if (auto ok = version::check_template(*f.value); !ok) ctx.at_key(key, ok.error().message());
+    }
+    constexpr const char* kWhere =
+        " is not replaced here: {version} works in subject and the certificate fields";
+    if (si.issuer.find_first_of("{}") != std::string::npos &&
+        !ctx.bad("update.signerIdentity.issuer")) {
+        ctx.at_key("update.signerIdentity.issuer",
+                   std::string("is compared exactly and a placeholder") + kWhere);
+    }
+    if (si.subject_regexp.find("{version}") != std::string::npos &&
+        !ctx.bad("update.signerIdentity.subjectRegexp")) {
+        ctx.at_key("update.signerIdentity.subjectRegexp", std::string("{version}") + kWhere);
     }
 }
 
 void check_update(const Config& cfg, Context& ctx) {
     const Update& u = cfg.update;
     const SignerIdentity& si = u.signer_identity;
+    check_signer_templates(si, ctx);
     if (!si.subject_regexp.empty() && !ctx.bad("update.signerIdentity.subjectRegexp")) {
         check_regexp(si.subject_regexp, ctx);
     }
-    check_signer_templates(si, ctx);
     if (u.require_signature && !ctx.bad("update.requireSignature")) {
         if (u.trusted_root_file.empty() && !ctx.bad("update.trustedRootFile")) {
             ctx.at_key("update.trustedRootFile", "is required when requireSignature is true");
@@ -218,12 +233,6 @@ void check_update(const Config& cfg, Context& ctx) {
             "healthInterval (" + format_duration(u.health_interval) +
                 ") must be shorter than healthTimeout (" + format_duration(u.health_timeout) + ")");
     }
-    // The jitter holds every update of the fleet back by up to its length: spreading a rollout
-    // over hours is the server's job (offer it to part of the fleet), not a sleep in each pod.
-    if (u.start_jitter > kMaxStartJitter && !ctx.bad("update.startJitter")) {
-        ctx.at_key("update.startJitter", "must be at most " + format_duration(kMaxStartJitter) +
-                                             ", got " + format_duration(u.start_jitter));
-    }
 }
 
 void check_container(const Config& cfg, Context& ctx) {
@@ -255,14 +264,45 @@ void check_container(const Config& cfg, Context& ctx) {
 constexpr Duration kMinPollInterval = std::chrono::milliseconds(200);
 constexpr Duration kMaxPollInterval = std::chrono::seconds(10);
 
+// systemd's rules for a unit name (unit_name_is_valid), narrowed to what `run` can follow: a
+// service, and an instance rather than a template. The name goes to systemctl as an argument, so
+// one that starts with '-' would be read as an option (`--host=…` runs systemctl over ssh); every
+// call also puts `--` before it (service/systemd_unit.hpp), and this names the mistake early.
+// Returns why `name` is not one, or "".
+std::string unit_name_problem(const std::string& name) {
+    constexpr std::string_view kSuffix = ".service";
+    constexpr size_t kMaxUnitName = 255;  // systemd's UNIT_NAME_MAX less its NUL
+    if (name.size() > kMaxUnitName) {
+        return "is longer than " + std::to_string(kMaxUnitName) + " bytes";
+    }
+    if (name[0] == '-') return "must not start with '-' (systemctl would read it as an option)";
+    const size_t bad = name.find_first_not_of(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789:_.-\\@");
+    if (bad != std::string::npos) {
+        return "may hold only letters, digits and \":_.-\\@\", not \"" +
+               yaml::printable(name.substr(bad, 1)) + "\"";
+    }
+    if (!name.ends_with(kSuffix) || name.size() == kSuffix.size()) {
+        return "must be a systemd service unit name ending in .service";
+    }
+    const std::string stem = name.substr(0, name.size() - kSuffix.size());
+    const size_t at = stem.find('@');
+    if (at == 0) return "must have a name before '@'";
+    if (at != std::string::npos && at + 1 == stem.size()) {
+        return "is a template (nothing after '@'): name an instance, e.g. " + stem + "edge.service";
+    }
+    return "";
+}
+
 void check_host(const Config& cfg, Context& ctx) {
     if (cfg.host && !ctx.bad_itself("host")) {
         const Host& h = *cfg.host;
         const std::string& n = h.service_name;
-        if (!n.empty() && !ctx.bad("host.serviceName") &&
-            (n.find('/') != std::string::npos || !n.ends_with(".service"))) {
-            ctx.at_key("host.serviceName",
-                       "must be a systemd service unit name ending in .service, got \"" + n + "\"");
+        if (!n.empty() && !ctx.bad("host.serviceName")) {
+            if (std::string why = unit_name_problem(n); !why.empty()) {
+                ctx.at_key("host.serviceName",
+                           why + ", got \"" + yaml::printable(n, 60, true) + "\"");
+            }
         }
         if ((h.poll_interval < kMinPollInterval || h.poll_interval > kMaxPollInterval) &&
             !ctx.bad("host.pollInterval")) {

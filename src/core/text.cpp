@@ -93,6 +93,34 @@ std::string valid_utf8(std::string_view s, size_t max_bytes) {
     return out;
 }
 
+std::string escape_controls(std::string_view s) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    const std::string u = valid_utf8(s);
+    std::string out;
+    out.reserve(u.size());
+    for (size_t i = 0; i < u.size(); ++i) {
+        const auto c = static_cast<unsigned char>(u[i]);
+        // In valid UTF-8, U+0080..U+009F are exactly the pairs C2 80..C2 9F.
+        const bool c1 =
+            c == 0xC2 && i + 1 < u.size() && static_cast<unsigned char>(u[i + 1]) <= 0x9F;
+        if (c < 0x20 || c == 0x7F) {
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xF];
+        } else if (c1) {
+            const auto code = static_cast<unsigned char>(u[++i]);
+            out += "\\u00";
+            out += kHex[code >> 4];
+            out += kHex[code & 0xF];
+        } else if (c == '\\') {
+            out += "\\\\";
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
 std::string single_line(std::string s) {
     for (char& c : s) {
         if (c == '\n' || c == '\r') c = ' ';

@@ -26,4 +26,11 @@ std::string valid_utf8(std::string_view s, size_t max_bytes = SIZE_MAX);
 // line.
 std::string single_line(std::string s);
 
+// `s` made safe for a terminal: valid UTF-8 (as valid_utf8), and every control character, which a
+// terminal would act on instead of showing, written out: C0 and DEL as `\xNN` (ESC, so no escape
+// sequence survives; CR, LF and TAB too, so the text stays one line that cannot overwrite
+// itself), C1 (U+0080..U+009F, the 8-bit CSI among them) as `\u00NN`, and a backslash as `\\`
+// so that what is shown can be read back unambiguously. For text a file or a peer supplied.
+std::string escape_controls(std::string_view s);
+
 }  // namespace myr::text

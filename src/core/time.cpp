@@ -1,5 +1,6 @@
 #include "core/time.hpp"
 
+#include <algorithm>
 #include <ctime>
 #include <limits>
 
@@ -18,7 +19,34 @@ bool add_ok(uint64_t a, uint64_t b, uint64_t& out) {
     return !__builtin_add_overflow(a, b, &out);
 }
 
+template <class TimePoint>
+TimePoint saturate(TimePoint t, Duration d) {
+    using Rep = typename TimePoint::duration;
+    // The duration in the clock's own unit first (milliseconds to nanoseconds may overflow on
+    // its own), then the sum; either overflow holds the result at the end it ran past.
+    const auto limit = [&] { return d.count() < 0 ? TimePoint::min() : TimePoint::max(); };
+    typename Rep::rep ticks = 0;
+    constexpr auto ratio = std::chrono::duration_cast<Rep>(Duration(1)).count();
+    if (__builtin_mul_overflow(d.count(), ratio, &ticks)) return limit();
+    typename Rep::rep sum = 0;
+    if (__builtin_add_overflow(t.time_since_epoch().count(), ticks, &sum)) return limit();
+    return TimePoint(Rep(sum));
+}
+
 }  // namespace
+
+WallTime saturating_add(WallTime t, Duration d) {
+    return saturate(t, d);
+}
+
+MonoTime saturating_add(MonoTime t, Duration d) {
+    return saturate(t, d);
+}
+
+WallTime from_unix_seconds(int64_t unix_s) {
+    const int64_t s = std::clamp(unix_s, -kMaxUnixSeconds, kMaxUnixSeconds);
+    return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::seconds(s)));
+}
 
 WallTime wall_now() {
     return std::chrono::system_clock::now();

@@ -40,6 +40,20 @@ class FakeClock : public Clock {
 
 WallTime wall_now();
 
+// `t + d`, held at the clock's last (or first) representable instant instead of wrapping: a
+// deadline formed from a configured or stored duration must never land in the past because the
+// sum overflowed the clock's int64 nanoseconds (about 292 years from the epoch).
+WallTime saturating_add(WallTime t, Duration d);
+MonoTime saturating_add(MonoTime t, Duration d);
+
+// The largest Unix time, in seconds, that a WallTime holds (2262-04-11): a stored time past it is
+// not one this program wrote.
+inline constexpr int64_t kMaxUnixSeconds =
+    std::chrono::duration_cast<std::chrono::seconds>(WallTime::duration::max()).count();
+// `unix_s` as a WallTime, held within [-kMaxUnixSeconds, kMaxUnixSeconds] (a stored or received
+// number of seconds may be anything).
+WallTime from_unix_seconds(int64_t unix_s);
+
 // "2026-11-29T07:14:27Z", or with millis "2026-11-29T07:14:27.123Z". Always UTC.
 std::string format_rfc3339(WallTime t, bool millis = false);
 // Whole seconds since the Unix epoch (what the journal stores for a trial's deadline).

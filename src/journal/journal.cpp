@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <tuple>
 
 #include "core/fault.hpp"
 #include "core/hex.hpp"
@@ -121,13 +122,19 @@ Result<Record> parse(std::string_view json) {
     int64_t a = json_object_get_int64(attempt);
     if (a < 1 || a > 1000000) return fail("attempt: out of range");
     r.attempt = static_cast<uint32_t>(a);
-    // A trial's deadline and boot count: optional, absent in every other phase.
-    for (auto [key, field] :
-         {std::pair{"trialUntil", &r.trial_until}, std::pair{"boots", &r.boots}}) {
+    // A trial's deadline and boot count: optional, absent in every other phase. Bounded like
+    // `attempt`: a value this program never writes (a deadline the clock cannot hold, a count
+    // whose next boot would overflow) makes the record corrupt, so nothing downstream computes
+    // with it.
+    for (auto [key, field, max] : {std::tuple{"trialUntil", &r.trial_until, kMaxUnixSeconds},
+                                   std::tuple{"boots", &r.boots, kMaxBoots}}) {
         json_object* v = nullptr;
         if (!json_object_object_get_ex(root.get(), key, &v)) continue;
         if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0) {
             return fail(std::string(key) + ": not a non-negative integer");
+        }
+        if (json_object_get_int64(v) > max) {
+            return fail(std::string(key) + ": out of range (at most " + std::to_string(max) + ")");
         }
         *field = json_object_get_int64(v);
     }

@@ -62,6 +62,10 @@ struct Record {
     int64_t boots = 0;
 };
 
+// The most boots a record may count (parse refuses more): far above update.trialMaxBoots' own
+// maximum, at which recovery has already rolled the trial back.
+inline constexpr int64_t kMaxBoots = 1000000;
+
 // A new record with a fresh id and the current time.
 Record begin(Op op, std::string from, std::string to, std::string phase);
 

@@ -69,7 +69,7 @@ void RootWatch::take(verify::LoadedRoot loaded, const char* how) {
         {{"file", loaded.path},
          {"age", age_text(loaded.newest_start, now)},
          {"newest_start", loaded.newest_start
-                              ? format_rfc3339(WallTime(std::chrono::seconds(*loaded.newest_start)))
+                              ? format_rfc3339(from_unix_seconds(*loaded.newest_start))
                               : std::string()},
          {"certificate_authorities", std::to_string(loaded.root->certificate_authorities.size())},
          {"tlogs", std::to_string(loaded.root->tlogs.size())}});

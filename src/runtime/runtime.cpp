@@ -124,8 +124,8 @@ stage::ExtractLimits extract_limits(const config::Config& cfg) {
     return l;
 }
 
-// The certificate-field rules stay templates here: each install binds them to the version it
-// offers. Identity's managed key stays empty: updater.yaml does not offer one.
+// The subject and the certificate-field rules stay templates here: each install binds them to the
+// version it offers. Identity's managed key stays empty: updater.yaml does not offer one.
 verify::Identity signer(const config::Config& cfg) {
     const config::SignerIdentity& si = cfg.update.signer_identity;
     using F = verify::IdentityField;

@@ -77,8 +77,9 @@ std::unique_ptr<loop::Step> UnitPreflighter::run(stage::PreflightRequest request
             sched_, what, [spec = std::move(*spec), s = settings_] { return resolve(spec, s); },
             std::move(resolved));
     });
-    systemctl_({"show", "-p", service::unit_account_properties(), settings_.unit}, kShowTimeout,
-               std::move(shown));
+    systemctl_(
+        service::unit_args({"show", "-p", service::unit_account_properties()}, settings_.unit),
+        kShowTimeout, std::move(shown));
     return chain;
 }
 

@@ -25,11 +25,9 @@ Result<update::Verifier::Verified> check(const std::shared_ptr<const verify::Loa
         return fail("signer identity: offered version \"" + request.version +
                     "\" is not in canonical form");
     }
-    verify::Identity bound = identity;
-    auto fields = verify::bind_version(identity.fields, request.version);
-    if (!fields) return fields.fail("signer identity");
-    bound.fields = std::move(*fields);
-    auto v = verify::verify_bundle(*root->root, request.bundle_json, *digest, bound, options);
+    auto bound = verify::bind_identity(identity, request.version);
+    if (!bound) return bound.fail("signer identity");
+    auto v = verify::verify_bundle(*root->root, request.bundle_json, *digest, *bound, options);
     if (!v) return v.fail();
     std::string checked;
     for (const verify::FieldCheck& f : v->fields) {

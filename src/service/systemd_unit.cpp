@@ -31,6 +31,12 @@ Status outcome(const std::string& what, const Result<proc::Captured>& r) {
 
 }  // namespace
 
+std::vector<std::string> unit_args(std::vector<std::string> verb_and_options,
+                                   const std::string& unit) {
+    verb_and_options.insert(verb_and_options.end(), {"--", unit});
+    return verb_and_options;
+}
+
 const char* unit_status_properties() {
     return "LoadState,ActiveState,SubState,Result,NRestarts,MainPID";
 }
@@ -123,19 +129,20 @@ void SystemdUnit::refresh(std::function<void()> then) {
     polling_ = true;
     auto waiters = std::move(after_refresh_);
     after_refresh_.clear();
-    std::vector<std::string> args{"show", "-p", unit_status_properties(), settings_.name};
-    systemctl_(args, show_timeout, guard_.bind([this, waiters](Result<proc::Captured> r) {
-        polling_ = false;
-        Status ok = outcome("systemctl show " + settings_.name, r);
-        auto st = ok ? parse_unit_status(r->output) : Result<UnitStatus>(fail(ok.error()));
-        if (st) {
-            apply(*st);
-        } else {
-            log::warn(st.error().message());
-        }
-        for (auto& w : waiters) w();
-        if (!after_refresh_.empty()) refresh({});
-    }));
+    systemctl_(unit_args({"show", "-p", unit_status_properties()}, settings_.name), show_timeout,
+               guard_.bind([this, waiters](Result<proc::Captured> r) {
+                   polling_ = false;
+                   Status ok = outcome("systemctl show " + settings_.name, r);
+                   auto st =
+                       ok ? parse_unit_status(r->output) : Result<UnitStatus>(fail(ok.error()));
+                   if (st) {
+                       apply(*st);
+                   } else {
+                       log::warn(st.error().message());
+                   }
+                   for (auto& w : waiters) w();
+                   if (!after_refresh_.empty()) refresh({});
+               }));
 }
 
 void SystemdUnit::apply(const UnitStatus& st) {
@@ -160,7 +167,7 @@ void SystemdUnit::apply(const UnitStatus& st) {
 
 void SystemdUnit::run_job(const char* verb, Duration timeout, Done done) {
     std::string what = std::string("systemctl ") + verb + " " + settings_.name;
-    systemctl_({verb, settings_.name}, timeout,
+    systemctl_(unit_args({verb}, settings_.name), timeout,
                guard_.bind([this, what, done = std::move(done)](Result<proc::Captured> r) {
                    Status st = outcome(what, r);
                    refresh([done, st] { done(st); });
@@ -185,7 +192,7 @@ void SystemdUnit::start(Done done) {
         return;
     }
     // A unit that hit its start limit refuses `start` until its failure is cleared.
-    systemctl_({"reset-failed", settings_.name}, show_timeout,
+    systemctl_(unit_args({"reset-failed"}, settings_.name), show_timeout,
                guard_.bind([this, done = std::move(done)](Result<proc::Captured>) mutable {
                    run_job("start", settings_.start_timeout, std::move(done));
                }));
@@ -197,8 +204,8 @@ std::optional<pid_t> SystemdUnit::forward(int sig) {
     // reused since, and systemd signals the main process it knows now, in its own PID namespace.
     const char* name = sigabbrev_np(sig);
     std::string signal = name ? name : std::to_string(sig);
-    systemctl_({"kill", "--kill-whom=main", "--signal=" + signal, settings_.name}, show_timeout,
-               guard_.bind([this, signal](Result<proc::Captured> r) {
+    systemctl_(unit_args({"kill", "--kill-whom=main", "--signal=" + signal}, settings_.name),
+               show_timeout, guard_.bind([this, signal](Result<proc::Captured> r) {
                    Status st =
                        outcome("systemctl kill --signal=" + signal + " " + settings_.name, r);
                    if (!st) log::warn(st.error().message());

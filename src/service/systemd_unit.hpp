@@ -72,6 +72,11 @@ std::string describe_gave_up(const std::string& name, const UnitStatus& st);
 // systemctl through the reaper (systemctl_runner); unit tests answer with canned text.
 using SystemctlRunner = std::function<void(const std::vector<std::string>& args, Duration timeout,
                                            std::function<void(Result<proc::Captured>)> done)>;
+// systemctl's arguments for one unit: `verb_and_options`, then `--`, then `unit`. Every call names
+// its unit this way, so a name from the configuration is never read as an option (`--host=…`
+// would run systemctl over ssh), whatever `validate` let through.
+std::vector<std::string> unit_args(std::vector<std::string> verb_and_options,
+                                   const std::string& unit);
 // `systemctl`: the command to run it by (tests: nsenter into a booted machine, then systemctl).
 [[nodiscard]] SystemctlRunner systemctl_runner(
     proc::Reaper& reaper, loop::Scheduler& sched,

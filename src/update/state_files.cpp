@@ -11,6 +11,8 @@ namespace myr::update {
 namespace {
 
 constexpr size_t kMaxStateFile = 64 * 1024;
+// The most restarts last-attempt.json may count: far above update.trialMaxBoots' maximum.
+constexpr int64_t kMaxAttemptRestarts = 1000000;
 
 Result<json::Ptr> parse_object(std::string_view text) {
     json_tokener* tok = json_tokener_new();
@@ -165,6 +167,12 @@ Result<Attempt> parse_attempt(std::string_view text) {
         if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0) {
             return fail(Errc::invalid, "restarts: not a count");
         }
+        // The count recovery carries forward and adds to: a value this program never writes
+        // (it stops counting at update.trialMaxBoots) is refused rather than overflowed.
+        if (json_object_get_int64(v) > kMaxAttemptRestarts) {
+            return fail(Errc::invalid, "restarts: out of range (at most " +
+                                           std::to_string(kMaxAttemptRestarts) + ")");
+        }
         a.restarts = json_object_get_int64(v);
     }
     return a;
@@ -292,7 +300,8 @@ std::optional<WallTime> quarantine_end(const Attempt& a, Duration quarantine_for
     if (quarantine_for <= Duration::zero()) return std::nullopt;
     auto at = parse_rfc3339(a.at);
     if (!at) return std::nullopt;
-    return *at + quarantine_for;
+    // Saturating: a quarantine too long for the clock lasts to its end, never into the past.
+    return saturating_add(*at, quarantine_for);
 }
 
 Result<std::optional<Attempt>> lift_quarantine(const statedir::StateDir& dir,

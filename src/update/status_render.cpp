@@ -1,6 +1,7 @@
 // The two renderings of a StatusView: text for a terminal and the JSON of docs/status.schema.json.
 // Every string that comes from a file on the volume or in the state directory may be hostile: it
-// is made valid UTF-8 (JSON) and one line (text) before it is shown.
+// is made valid UTF-8 (JSON), and for a terminal its control characters are written out
+// (text::escape_controls), so no escape sequence or carriage return reaches the terminal.
 #include <json-c/json.h>
 
 #include <algorithm>
@@ -20,11 +21,11 @@ constexpr size_t kWidth = 100;
 constexpr size_t kLabel = 14;  // the label column of the text form
 
 std::string clean(const std::string& s) {
-    return text::single_line(text::valid_utf8(s));
+    return text::escape_controls(s);
 }
 
 std::string iso(int64_t unix_s) {
-    return format_rfc3339(WallTime(std::chrono::seconds(unix_s)));
+    return format_rfc3339(from_unix_seconds(unix_s));
 }
 
 // "3d4h", "12m5s": the largest two units.

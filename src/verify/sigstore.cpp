@@ -14,6 +14,7 @@
 #include "verify/rekor.hpp"
 #include "verify/signer.hpp"
 #include "verify/timestamp.hpp"
+#include "version/template.hpp"
 
 namespace myr::verify {
 
@@ -349,6 +350,17 @@ Status check_identity(const Certificate& leaf, const Policy& policy, const Ident
 }
 
 }  // namespace
+
+Result<Identity> bind_identity(const Identity& id, std::string_view version) {
+    Identity bound = id;
+    auto subject = version::expand_template(id.subject, version);
+    if (!subject) return subject.fail("subject");
+    bound.subject = std::move(*subject);
+    auto fields = bind_version(id.fields, version);
+    if (!fields) return fields.fail();
+    bound.fields = std::move(*fields);
+    return bound;
+}
 
 Result<Verified> verify_bundle(const TrustedRoot& root, std::string_view bundle_json,
                                const Digest& artifact_sha256, const Identity& identity,

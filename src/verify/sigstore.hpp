@@ -24,8 +24,9 @@ namespace myr::verify {
 
 // Who must have signed. Exactly one of `subject` (exact match) and `subject_regexp` (ECMAScript,
 // matched against the whole SAN) is set; `issuer` is compared exactly. `fields` are facts of the
-// certificate's Fulcio extensions that must match too (identity_policy.hpp), already bound to a
-// version: a `{version}` left in them is compared literally. Or, for a bundle signed with a
+// certificate's Fulcio extensions that must match too (identity_policy.hpp). `subject` and
+// `fields` are templates until bind_identity() binds them to a version: verify_bundle compares a
+// `{version}` left in them literally. Or, for a bundle signed with a
 // managed key, `public_key` (DER SubjectPublicKeyInfo) alone: then the bundle must carry a
 // publicKey hint and a signature by that key, and no certificate identity is checked.
 struct Identity {
@@ -42,6 +43,11 @@ struct ArtifactDigests {
     hash::Digest sha256{};
     Bytes sha512;
 };
+
+// `id` for one offered version: each `{version}` in `subject` and in the certificate fields
+// replaced by `version` (version/template.hpp); an unknown placeholder is an error naming where.
+// `subject_regexp` and `issuer` are never templates (the configuration refuses one there).
+[[nodiscard]] Result<Identity> bind_identity(const Identity& id, std::string_view version);
 
 // How much verified time the signature needs (docs/sigstore.md, "Time sources").
 struct Options {

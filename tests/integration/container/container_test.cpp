@@ -503,3 +503,30 @@ TEST_CASE("container: a refused configuration leaves its problems in the default
     CHECK(r.out.find("container.supervisorCommand") != std::string::npos);
     CHECK(!exists(dir / "not-this-one"));
 }
+
+// Issue 43, item 7: a journal whose trial counts INT64_MAX boots (a hand on the volume, not the
+// updater) is refused as corrupt and moved aside; the start goes on with the version `current`
+// names, and the supervisor runs.
+TEST_CASE("container: a journal tampered to INT64_MAX boots is moved aside and the start goes on") {
+    if (!can_run_pid1()) return;
+    TempDir dir;
+    UpdaterConfig s = settings(dir);
+    s.supervisor_command = {fake_supervisor()};
+    {
+        Updater seeded = start(dir, s);
+        REQUIRE(seeded.wait_for_log("child started", 20s));
+        REQUIRE(seeded.stop() == 0);
+    }
+    const std::string tampered =
+        "{\"id\":\"6f1c1b9e-3c2a-4a51-9d7e-0a4b8f1e2d3c\",\"op\":\"update\",\"phase\":\"trial\","
+        "\"from\":\"\",\"to\":\"0.116.0\",\"startedAt\":\"2027-01-15T07:30:00.000Z\","
+        "\"attempt\":1,\"trialUntil\":1999999999,\"boots\":9223372036854775807}\n";
+    write_file(dir / "state/journal.json", tampered);
+    Updater u = start(dir, s);
+    REQUIRE_MESSAGE(u.wait_for_log("child started", 20s), u.log());
+    CHECK_MESSAGE(u.log().find("recovery: journal cannot be parsed") != std::string::npos, u.log());
+    CHECK(u.log().find("boots: out of range") != std::string::npos);
+    CHECK_FALSE(exists(dir / "state/journal.json"));
+    CHECK(run({"readlink", dir / "install/current"}).out == "versions/0.116.0\n");
+    CHECK(u.stop() == 0);
+}

@@ -236,7 +236,7 @@ TEST_CASE("config: startJitter is 30 s by default, 0 turns it off, an hour at mo
     CHECK(expect_ok(head + "  startJitter: 0s\n").update.start_jitter == 0s);
     CHECK(expect_ok(head + "  startJitter: 1h\n").update.start_jitter == 1h);
     expect_problem("update:\n  startJitter: 61m\n", "update.startJitter",
-                   "must be at most 1h, got 61m");
+                   "must be at most 1h, got \"61m\"");
     expect_problem("update:\n  startJitter: -1s\n", "update.startJitter", "");
 }
 
@@ -443,9 +443,10 @@ TEST_CASE("config: negative and overflowing numbers are refused") {
     expect_problem("update:\n  healthTimeout: -2m\n", "update.healthTimeout", "must be positive");
     expect_problem("server:\n  heartbeatInterval: -1s\n", "server.heartbeatInterval",
                    "must not be negative");
-    CHECK(
-        expect_ok(kIdentity + "collector:\n  keepVersions: 4294967295\n").collector.keep_versions ==
-        4294967295u);
+    CHECK(expect_ok(kIdentity + "collector:\n  keepVersions: 100\n").collector.keep_versions ==
+          100u);
+    expect_problem("collector:\n  keepVersions: 4294967295\n", "collector.keepVersions",
+                   "too large (at most 100)");
 }
 
 // ---- validation rules ----
@@ -896,4 +897,96 @@ TEST_CASE("config: host mode needs the supervisor's unit, and its poll is bounde
                    "host.seedBinary", "must be an absolute path");
     expect_problem(kIdentity + "host:\n  serviceName: s.service\n  healthListen: 13135\n",
                    "host.healthListen", "expected host:port");
+}
+
+// ---- issue 43: maxima, unit names, templates ----
+
+TEST_CASE("config: every duration and count has a maximum, named with its position") {
+    struct Case {
+        const char* section;
+        const char* key;
+        const char* at_max;
+        const char* over;
+        const char* message;
+    };
+    // clang-format off
+    const Case cases[] = {
+        {"server",    "heartbeatInterval", "24h",   "24h1ms",   "must be at most 24h"},
+        {"update",    "startJitter",       "1h",    "61m",      "must be at most 1h"},
+        {"update",    "downloadTimeout",   "168h",  "169h",     "must be at most 168h"},
+        {"update",    "retryFor",          "720h",  "721h",     "must be at most 720h"},
+        {"update",    "quarantineFor",     "8760h", "2562047h", "must be at most 8760h"},
+        {"update",    "healthTimeout",     "1h",    "2h",       "must be at most 1h"},
+        {"update",    "healthInterval",    "10m",   "11m",      "must be at most 10m"},
+        {"update",    "trialPeriod",       "720h",  "2562047h", "must be at most 720h"},
+        {"update",    "healthSuccesses",   "1000",  "1001",     "is too large (at most 1000)"},
+        {"update",    "trialMaxRestarts",  "1000",  "1001",     "is too large (at most 1000)"},
+        {"update",    "trialMaxBoots",     "1000",  "4294967295", "is too large (at most 1000)"},
+        {"update",    "maxArtifactSize",   "16GiB", "17GiB",    "must be at most 16GiB"},
+        {"collector", "keepVersions",      "100",   "101",      "is too large (at most 100)"},
+        {"container", "stopTimeout",       "1h",    "61m",      "must be at most 1h"},
+        {"container", "restartDelay",      "1h",    "61m",      "must be at most 1h"},
+        {"container", "maxRestarts",       "1000",  "1001",     "is too large (at most 1000)"},
+        {"container", "restartWindow",     "24h",   "25h",      "must be at most 24h"},
+    };
+    // clang-format on
+    for (const Case& c : cases) {
+        CAPTURE(c.key);
+        const std::string key = std::string(c.section) + "." + c.key;
+        // healthTimeout above healthInterval, so the rule between them stays quiet.
+        const std::string head = kIdentity + "  healthTimeout: 1h\n";
+        auto file = [&](const char* value) {
+            if (std::string(c.key) == "healthTimeout")
+                return kIdentity + "  healthTimeout: " + value + "\n";
+            return std::string(c.section) == "update"
+                       ? head + "  " + c.key + ": " + value + "\n"
+                       : head + c.section + ":\n  " + c.key + ": " + value + "\n";
+        };
+        expect_ok(file(c.at_max));
+        LoadResult r = load(file(c.over));
+        INFO(dump(r));
+        const Problem* p = find(r, key, c.message);
+        REQUIRE(p != nullptr);
+        CHECK(p->line > 0);
+        CHECK(p->column > 0);
+    }
+}
+
+TEST_CASE("config: host.serviceName must be a systemd service unit name, never an option") {
+    const std::string head = kIdentity + "host:\n  serviceName: ";
+    for (const char* hostile :
+         {"\"--host=attacker@evil.example.service\"", "\"-x.service\"", "\"--help.service\"",
+          "\"a b.service\"", "\"a;b.service\"", "\"a/b.service\"", "\"a$(id).service\"",
+          "\".service\"", "\"a@.service\"", "\"@x.service\"", "\"a.socket\"",
+          "\"\\u00e9t\\u00e9.service\"", "\"a\\nb.service\""}) {
+        CAPTURE(hostile);
+        expect_problem(head + hostile + "\n", "host.serviceName", "");
+    }
+    expect_problem(head + "\"--host=attacker@evil.example.service\"\n", "host.serviceName",
+                   "must not start with '-'");
+    expect_problem(head + "\"" + std::string(248, 'a') + ".service\"\n", "host.serviceName",
+                   "is longer than 255 bytes");
+    expect_problem(head + "\"otel@.service\"\n", "host.serviceName", "is a template");
+    expect_problem(head + "\"a=b.service\"\n", "host.serviceName", "not \"=\"");
+    for (const char* ok : {"opampsupervisor.service", "otel@edge-1.service", "a_b:c.d-e.service",
+                           "\"sys\\\\x2dfoo.service\""}) {
+        CAPTURE(ok);
+        expect_ok(head + ok + "\n");
+    }
+    expect_ok(head + "\"" + std::string(247, 'a') + ".service\"\n");
+}
+
+TEST_CASE("config: {version} works in subject; in issuer and subjectRegexp it is refused") {
+    const std::string head = "update:\n  signerIdentity:\n";
+    Config c = expect_ok(
+        head + "    subject: https://g/o/r/.github/workflows/r.yml@refs/tags/v{version}\n");
+    CHECK(c.update.signer_identity.subject ==
+          "https://g/o/r/.github/workflows/r.yml@refs/tags/v{version}");
+    expect_problem(
+        head + "    subject: https://g/o/r/.github/workflows/r.yml@refs/tags/v{Version}\n",
+        "update.signerIdentity.subject", "unknown placeholder {Version}");
+    expect_problem(head + "    subject: x\n    issuer: https://issuer/{version}\n",
+                   "update.signerIdentity.issuer", "is not replaced here");
+    expect_problem(head + "    subjectRegexp: '^https://g/o/r/.*@refs/tags/v{version}$'\n",
+                   "update.signerIdentity.subjectRegexp", "{version} is not replaced here");
 }

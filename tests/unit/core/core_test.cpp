@@ -210,3 +210,19 @@ TEST_CASE("log: a flood of one warning writes a handful of lines, not one each")
     const auto lines = std::count(text.begin(), text.end(), '\n');
     CHECK(lines == static_cast<long>(log::kBurst));  // once 100,000
 }
+
+TEST_CASE("time: saturating_add holds a deadline at the clock's end instead of wrapping") {
+    const WallTime now = WallTime(std::chrono::seconds(1'800'000'000));
+    CHECK(saturating_add(now, std::chrono::hours(1)) == now + std::chrono::hours(1));
+    // 2562047 h is past int64 nanoseconds from 2027: `now + d` would wrap into the past.
+    CHECK(saturating_add(now, std::chrono::hours(2562047)) == WallTime::max());
+    CHECK(saturating_add(now, Duration::max()) == WallTime::max());
+    CHECK(saturating_add(now, Duration::min()) == WallTime::min());
+    const MonoTime m = MonoTime(std::chrono::hours(1000));
+    CHECK(saturating_add(m, Duration::max()) == MonoTime::max());
+    CHECK(saturating_add(m, -std::chrono::hours(1)) == m - std::chrono::hours(1));
+    CHECK(unix_seconds(from_unix_seconds(1'800'000'000)) == 1'800'000'000);
+    CHECK(from_unix_seconds(INT64_MAX) == from_unix_seconds(kMaxUnixSeconds));
+    CHECK(format_rfc3339(from_unix_seconds(INT64_MAX)) == "2262-04-11T23:47:16Z");
+    CHECK(from_unix_seconds(INT64_MIN) == from_unix_seconds(-kMaxUnixSeconds));
+}

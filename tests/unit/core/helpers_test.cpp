@@ -124,3 +124,21 @@ TEST_CASE("error: a code by domain survives the context chain; errno errors are 
     CHECK(st.error().code() == Errc::timeout);
     CHECK(std::string(to_string(Errc::cancelled)) == "cancelled");
 }
+
+TEST_CASE("text: escape_controls writes out C0, DEL, C1 and backslashes, keeps the rest") {
+    using myr::text::escape_controls;
+    CHECK(escape_controls("plain text, é and €") == "plain text, é and €");
+    CHECK(escape_controls("\x1b[31mred\x1b[0m") == "\\x1b[31mred\\x1b[0m");
+    CHECK(escape_controls("a\rb\nc\td") == "a\\x0db\\x0ac\\x09d");
+    CHECK(escape_controls(std::string("nul\0x", 5)) == "nul\\x00x");
+    CHECK(escape_controls("del\x7f") == "del\\x7f");
+    CHECK(escape_controls("csi\xc2\x9b"
+                          "2J nel\xc2\x85") == "csi\\u009b2J nel\\u0085");
+    CHECK(escape_controls("\xc2\xa0") == "\xc2\xa0");  // U+00A0 is no control
+    CHECK(escape_controls("a\\x1b") == "a\\\\x1b");    // what is shown reads back one way
+    // A stray C1 byte is not UTF-8: replaced, not passed.
+    CHECK(escape_controls("\x9b"
+                          "2J") ==
+          "\xEF\xBF\xBD"
+          "2J");
+}

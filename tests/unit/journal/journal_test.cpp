@@ -394,3 +394,50 @@ TEST_CASE("journal: a trial's deadline and boots survive render and parse; other
     negative.replace(negative.find("1800000600"), 10, "-1");
     CHECK_FALSE(journal::parse(negative));
 }
+
+TEST_CASE("journal: a trial's boots or deadline beyond what the updater writes is corrupt") {
+    auto rec = journal::begin(journal::Op::update, "0.115.0", "0.116.0", "trial");
+    rec.trial_until = 1'800'000'600;
+    rec.boots = 2;
+    const std::string good = journal::render(rec);
+    auto with = [&](const std::string& from, const std::string& to) {
+        std::string text = good;
+        text.replace(text.find(from), from.size(), to);
+        return text;
+    };
+    for (const char* boots : {"9223372036854775807", "1000001"}) {
+        auto r = journal::parse(with("\"boots\":2", std::string("\"boots\":") + boots));
+        REQUIRE_FALSE(r);
+        CHECK(r.error().message().find("boots: out of range") != std::string::npos);
+    }
+    CHECK(journal::parse(with("\"boots\":2", "\"boots\":1000000")));
+    // Past 2262-04-11 no clock of this program holds it (int64 nanoseconds).
+    for (const char* until : {"9223372036854775807", "9223372037"}) {
+        auto r = journal::parse(with("1800000600", until));
+        REQUIRE_FALSE(r);
+        CHECK(r.error().message().find("trialUntil: out of range") != std::string::npos);
+    }
+    CHECK(journal::parse(with("1800000600", "9223372036")));
+}
+
+TEST_CASE(
+    "recover: a journal whose boots is INT64_MAX is moved aside; no boot is counted past it") {
+    Fixture f;
+    on_trial(f, 1);
+    std::string text = test::read_file(f.state + "/journal.json");
+    const std::string from = "\"boots\":1";
+    REQUIRE(text.find(from) != std::string::npos);
+    text.replace(text.find(from), from.size(), "\"boots\":9223372036854775807");
+    test::write_file(f.state + "/journal.json", text);
+    auto r = journal::recover(f.vol, f.j, f.spool, journal::TrialRule{3, 1000});
+    REQUIRE(r);
+    CHECK(r->journal == journal::Loaded::Kind::corrupt);
+    CHECK(r->corrupt_reason.find("boots: out of range") != std::string::npos);
+    CHECK_FALSE(r->trial.has_value());
+    CHECK(test::read_file(f.state + "/" + r->moved_aside) == text);
+    CHECK(f.current() == "0.116.0");
+    // The next start finds nothing to recover.
+    auto again = journal::recover(f.vol, f.j, f.spool, journal::TrialRule{3, 1000});
+    REQUIRE(again);
+    CHECK(again->journal == journal::Loaded::Kind::absent);
+}

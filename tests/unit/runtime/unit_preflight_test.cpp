@@ -70,7 +70,7 @@ TEST_CASE("unit preflight: the staged binary runs as the unit's User= with its E
     rig.preflight();
     REQUIRE(rig.calls.size() == 1);
     CHECK(rig.calls[0] == std::vector<std::string>{"show", "-p",
-                                                   "User,Group,DynamicUser,Environment",
+                                                   "User,Group,DynamicUser,Environment", "--",
                                                    "opampsupervisor.service"});
     REQUIRE(rig.result.has_value());
     CHECK(rig.result->ok());

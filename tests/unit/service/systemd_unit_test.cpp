@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <deque>
+#include <set>
 
 #include "loop/fake_scheduler.hpp"
 
@@ -113,7 +115,7 @@ TEST_CASE(
     CHECK(rig.unit.describe() == "unit opampsupervisor.service running (pid 4242)");
     CHECK(rig.unit.forward(SIGHUP) == 4242);
     CHECK(rig.systemctl.calls.back() == std::vector<std::string>{"kill", "--kill-whom=main",
-                                                                 "--signal=HUP",
+                                                                 "--signal=HUP", "--",
                                                                  "opampsupervisor.service"});
 }
 
@@ -148,9 +150,9 @@ TEST_CASE("systemd unit: a failed unit nothing restarts is a crash loop until it
     REQUIRE(rig.systemctl.calls.size() >= 3);
     auto n = rig.systemctl.calls.size();
     CHECK(rig.systemctl.calls[n - 3] ==
-          std::vector<std::string>{"reset-failed", "opampsupervisor.service"});
+          std::vector<std::string>{"reset-failed", "--", "opampsupervisor.service"});
     CHECK(rig.systemctl.calls[n - 2] ==
-          std::vector<std::string>{"start", "opampsupervisor.service"});
+          std::vector<std::string>{"start", "--", "opampsupervisor.service"});
     CHECK(rig.unit.desired() == Desired::running);
     CHECK(rig.unit.state() == State::running);
 }
@@ -176,4 +178,31 @@ TEST_CASE("systemd unit: a refused job fails with systemctl's own words") {
     CHECK(st.error().message() ==
           "systemctl start opampsupervisor.service: exit 5: Failed to start nope.service: Unit "
           "nope.service not found.");
+}
+
+TEST_CASE("systemd unit: every systemctl call puts -- before the unit, so a name is no option") {
+    loop::FakeScheduler sched;
+    FakeSystemctl systemctl{sched, show("failed", "failed", "exit-code", 5, 0), {}, {}, {}};
+    const std::string hostile = "--host=attacker@evil.example.service";
+    SystemdUnit unit{systemctl.runner(), sched, {hostile, 1s, 90s, 90s}};
+    unit.watch();
+    sched.run_pending();
+    unit.start([](Status) {});  // failed: reset-failed, then start
+    sched.run_pending();
+    systemctl.unit_text = show("active", "running", "success", 0, 4242);
+    sched.advance(1s);
+    CHECK(unit.forward(SIGHUP) == 4242);
+    unit.stop([](Status) {});
+    sched.run_pending();
+    std::set<std::string> verbs;
+    for (const auto& call : systemctl.calls) {
+        CAPTURE(call.size());
+        REQUIRE(call.size() >= 3);
+        CHECK(call.back() == hostile);
+        CHECK(call[call.size() - 2] == "--");
+        // The name appears once, after the `--`.
+        CHECK(std::count(call.begin(), call.end(), hostile) == 1);
+        verbs.insert(call.front());
+    }
+    CHECK(verbs == std::set<std::string>{"show", "reset-failed", "start", "kill", "stop"});
 }

@@ -158,3 +158,39 @@ TEST_CASE("status: a volume filled with entries gives a bounded answer") {
     CHECK_MESSAGE(v.problems[0].find("100 entries, the first 64 shown") != std::string::npos,
                   v.problems[0]);
 }
+
+TEST_CASE("status: a quarantine too long for the clock lasts to its end, never into the past") {
+    Attempt a;
+    a.at = "2027-01-15T07:30:00Z";
+    auto at = parse_rfc3339(a.at);
+    REQUIRE(at);
+    for (Duration d : {Duration(std::chrono::hours(2562047)), Duration::max()}) {
+        auto end = quarantine_end(a, d);
+        REQUIRE(end);
+        CHECK(*end > *at);
+    }
+}
+
+TEST_CASE("status: the text form writes out the control characters a state file holds") {
+    TempDir tmp;
+    plant_version(tmp, "0.116.0", "binary");
+    test::run({"ln", "-s", "versions/0.116.0", tmp / "install/current"});
+    test::run({"mkdir", "-p", tmp / "state"});
+    // ESC [ 31 m (red), a carriage return that would overwrite the line, the 8-bit CSI (U+009B)
+    // and DEL, in every string of last-attempt.json.
+    const std::string hostile =
+        "\x1b[31mred\rover\xc2\x9b"
+        "2J\x7f";
+    Attempt a{std::string(64, 'b'), "0.117.0" + hostile, Outcome::failed, "why " + hostile,
+              "2027-01-15T07:30:00Z" + hostile};
+    test::write_file(tmp / "state/last-attempt.json", render_attempt(a));
+    StatusView v = read_status(inputs(tmp));
+    REQUIRE(v.last_attempt.has_value());
+    const std::string text = render_status_text(v);
+    INFO(text);
+    for (const char* raw : {"\x1b", "\r", "\xc2\x9b", "\x7f"}) {
+        CAPTURE(std::string(raw));
+        CHECK(text.find(raw) == std::string::npos);
+    }
+    CHECK(text.find("\\x1b[31mred\\x0dover\\u009b2J\\x7f") != std::string::npos);
+}

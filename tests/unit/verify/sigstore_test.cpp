@@ -118,3 +118,32 @@ TEST_CASE("verify_bundle: a root without the log refuses at the tlog entry step"
     REQUIRE_FALSE(s.ok());
     CHECK(s.error().message().rfind("SCT: ", 0) == 0);
 }
+
+TEST_CASE("verify_bundle: {version} in the subject is bound to the offered version first") {
+    Conformance m;
+    if (!load("happy-path-v0.3", m)) return;
+    // The beacon's SAN ends in "@refs/heads/main": "main" stands in for the offered version.
+    std::string tmpl = kBeacon;
+    tmpl.replace(tmpl.rfind("main"), 4, "{version}");
+    Identity id = exact(tmpl);
+    id.fields = {{IdentityField::source_repository_ref, "refs/heads/{version}"}};
+    // Unbound, the template is compared literally and no release could ever pass.
+    auto literal = verify_bundle(m.root, m.bundle, m.artifact, id);
+    REQUIRE_FALSE(literal.ok());
+    CHECK(literal.error().message().rfind("identity: certificate subject", 0) == 0);
+    auto bound = bind_identity(id, "main");
+    REQUIRE_MESSAGE(bound.ok(), bound.error().message());
+    CHECK(bound->subject == kBeacon);
+    CHECK(bound->fields.at(0).expected == "refs/heads/main");
+    auto v = verify_bundle(m.root, m.bundle, m.artifact, *bound);
+    REQUIRE_MESSAGE(v.ok(), v.error().message());
+    CHECK(v->subject == kBeacon);
+    // Another version's subject is refused.
+    auto other = bind_identity(id, "0.158.0");
+    REQUIRE(other.ok());
+    CHECK_FALSE(verify_bundle(m.root, m.bundle, m.artifact, *other).ok());
+    // A typo in the subject's template names the subject.
+    auto typo = bind_identity(exact(kBeacon + std::string("{Version}")), "main");
+    REQUIRE_FALSE(typo.ok());
+    CHECK(typo.error().message().rfind("subject: unknown placeholder {Version}", 0) == 0);
+}
