@@ -71,9 +71,8 @@ RequestReader::Step RequestReader::parse(const char* data, size_t n) {
     if (has_body_) return Step::has_body;
     if (err == HPE_PAUSED && complete_) {
         const char* end = llhttp_get_error_pos(&parser_);
-        const size_t used = end != nullptr && end >= data && end <= data + n
-                                ? static_cast<size_t>(end - data)
-                                : n;
+        const size_t used =
+            end != nullptr && end >= data && end <= data + n ? static_cast<size_t>(end - data) : n;
         if (n - used > limits_.max_input_bytes) return Step::over_budget;
         input_.assign(data + used, n - used);
         holding_ = true;

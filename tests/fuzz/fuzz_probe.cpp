@@ -29,9 +29,13 @@ const std::string& metrics_text() {
 }
 
 Probes probes() {
-    return Probes{[] { return Answer{true, "ok"}; },
-                  [] { return Answer{false, "child not running: restarting in 4s"}; },
-                  [] () -> const std::string& { return metrics_text(); }};
+    return Probes{[] {
+                      return Answer{true, "ok"};
+                  },
+                  [] {
+                      return Answer{false, "child not running: restarting in 4s"};
+                  },
+                  []() -> const std::string& { return metrics_text(); }};
 }
 
 }  // namespace

@@ -116,10 +116,10 @@ void flood_case(const std::string& path, std::chrono::seconds how_long) {
     Flood f = flood(u.pid(), port, path, how_long);
     kubelet.stop();
     MESSAGE(path << ": idle " << idle << " KiB, peak " << f.peak_kib << " KiB in " << f.seconds
-                 << " s; " << f.sent
-                 << " requests taken, " << f.refused << " sends found the buffers full, "
-                 << f.reconnects << " reconnects; kubelet " << kubelet.count() << " probes, "
-                 << kubelet.failures() << " failed, max " << kubelet.max().count() << " ms");
+                 << " s; " << f.sent << " requests taken, " << f.refused
+                 << " sends found the buffers full, " << f.reconnects << " reconnects; kubelet "
+                 << kubelet.count() << " probes, " << kubelet.failures() << " failed, max "
+                 << kubelet.max().count() << " ms");
     CHECK(f.peak_kib <= kLimitKib);
     CHECK(f.sent > 0);
     CHECK(kubelet.count() > 0);

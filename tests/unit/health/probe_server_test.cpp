@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -285,6 +287,48 @@ TEST_CASE("probe server: over the total budget the connection waiting longest is
         return round_trip(port, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
     });
     CHECK(fresh.find("200 OK") != std::string::npos);
+}
+
+TEST_CASE("probe server: at the cap, a connection whose answer sits unread makes room too") {
+    const std::string text(12 * 1024, '#');
+    ServerLimits l;
+    REQUIRE(l.max_connections == 64);
+    l.request_timeout = 60s;
+    l.max_total_bytes = 8 * 1024 * 1024;  // only the connection cap is at work here
+    Fixture f(with_metrics(text), l);
+    const int port = f.server->port();
+    std::atomic<bool> stuck{false};
+    auto fresh = std::async(std::launch::async, [&] {
+        std::vector<int> fds;
+        for (int i = 0; i < 64; ++i) fds.push_back(myr::test::connect_loopback(port, 4096));
+        std::string burst;
+        for (int i = 0; i < 32; ++i) burst += "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+        auto end = std::chrono::steady_clock::now() + 15s;
+        while (!stuck && std::chrono::steady_clock::now() < end) {
+            for (int fd : fds)
+                (void)!::send(fd, burst.data(), burst.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+            std::this_thread::sleep_for(1ms);
+        }
+        std::string r = stuck
+                            ? round_trip(port, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+                            : "the 64 answers never stayed unread";
+        for (int fd : fds) ::close(fd);
+        return r;
+    });
+    // Stuck: all 64 hold an answer, turn after turn, for 300 ms.
+    std::optional<std::chrono::steady_clock::time_point> since;
+    CHECK(f.loop.run_until(
+        [&] {
+            const bool all =
+                f.server->connections() == 64 && f.server->held_bytes() >= 64 * text.size();
+            if (!all) since.reset();
+            if (all && !since) since = std::chrono::steady_clock::now();
+            if (since && std::chrono::steady_clock::now() - *since >= 300ms) stuck = true;
+            return fresh.wait_for(0s) == std::future_status::ready;
+        },
+        40s));
+    const std::string got = fresh.get();
+    CHECK(got.find("200 OK") != std::string::npos);
 }
 
 TEST_CASE("probe server: an answer over its budget closes the connection without it") {
