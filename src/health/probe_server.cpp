@@ -2,6 +2,7 @@
 
 #include <llhttp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -71,30 +72,36 @@ std::string render(const Response& r, bool head, bool keep_alive) {
 }
 
 // One client. Freed in the close callback of its TCP handle.
+//
+// It is read only while it has no answer in flight: a request stops the reading, its answer is
+// written, and only when the write completes is the next request (read ahead, or read anew)
+// taken. A client that never reads therefore costs one answer, the kernel's socket buffers hold
+// the rest, and the request timeout closes it.
 struct ProbeServer::Conn {
     ProbeServer* server;
     loop::Handle<uv_tcp_t> tcp;
-    llhttp_t parser{};
-    llhttp_settings_t settings{};
+    RequestReader reader;
     std::unique_ptr<loop::Timer> timer;
-    std::string method;
-    std::string target;
-    size_t header_bytes = 0;
-    bool too_large = false;
-    bool has_body = false;
-    bool complete = false;
     bool closing = false;
-    int writes_pending = 0;
-    bool peer_done = false;  // the client half-closed: close once our answer is out
-    // When this connection began waiting for its next request (accepted, or last answered):
-    // at the cap, the one waiting longest is closed to make room for a new client.
+    bool reading = false;
+    // The one answer in flight, held until its write completes; the request is inline too, so a
+    // connection allocates nothing per answer beyond the answer's bytes.
+    std::string answer;
+    uv_write_t write_req{};
+    bool close_after = false;
+    // Since when this connection has waited: for a request (accepted, or last answered) or for its
+    // client to read the answer in flight. The one waiting longest makes room at either cap.
     MonoTime waiting_since{};
 
-    Conn(ProbeServer* s, uv_loop_t* loop) : server(s), tcp(loop), timer(s->sched_.timer()) {
+    Conn(ProbeServer* s, uv_loop_t* loop)
+        : server(s), tcp(loop), reader(s->limits_.reader), timer(s->sched_.timer()) {
         tcp->data = this;
     }
 
     uv_stream_t* stream() { return tcp.stream(); }
+
+    // A closing connection's bytes are freed within the loop turn, so they leave the total now.
+    size_t held() const { return closing ? 0 : reader.held_bytes() + answer.size(); }
 
     void close() {
         if (closing) return;
@@ -107,123 +114,95 @@ struct ProbeServer::Conn {
         });
     }
 
-    void reset_request() {
-        method.clear();
-        target.clear();
-        header_bytes = 0;
-        too_large = false;
-        has_body = false;
-        complete = false;
-    }
-
     void arm_timeout() {
         timer->start(server->limits_.request_timeout, [this] {
-            // A client too slow to send one request, or an idle keep-alive connection.
+            // Too slow to send one request, to read its answer, or an idle keep-alive connection.
             close();
         });
     }
 
-    void send(const Response& r, bool head, bool keep_alive) {
-        struct Write {
-            uv_write_t req;
-            std::string bytes;
-            Conn* conn;
-            bool close_after;
-        };
-        auto* w = new Write{{}, render(r, head, keep_alive), this, !keep_alive};
-        w->req.data = w;
-        uv_buf_t buf = uv_buf_init(w->bytes.data(), static_cast<unsigned>(w->bytes.size()));
-        int rc = uv_write(&w->req, stream(), &buf, 1, [](uv_write_t* req, int status) noexcept {
-            auto* w = static_cast<Write*>(req->data);
-            // Pending writes complete (cancelled) before the close callback frees the Conn.
-            Conn* c = w->conn;
-            --c->writes_pending;
-            if (w->close_after || status != 0 || (c->peer_done && c->writes_pending == 0)) {
-                c->close();
-            }
-            delete w;
-        });
-        if (rc != 0) {
-            delete w;
-            close();
-            return;
+    void start_reading() {
+        if (reading || closing) return;
+        reading = uv_read_start(stream(), on_alloc, on_read) == 0;
+        if (!reading) close();
+    }
+
+    void stop_reading() {
+        if (!reading) return;
+        uv_read_stop(stream());
+        reading = false;
+    }
+
+    void send(std::string bytes, bool last) {
+        stop_reading();
+        if (bytes.size() > server->limits_.max_answer_bytes) {
+            log::warn("probe server: an answer over its budget; connection closed",
+                      {{"bytes", bytes.size()}, {"budget", server->limits_.max_answer_bytes}});
+            return close();
         }
-        ++writes_pending;
+        answer = std::move(bytes);
+        close_after = last;
+        waiting_since = server->sched_.now();
+        arm_timeout();
+        write_req.data = this;
+        uv_buf_t buf = uv_buf_init(answer.data(), static_cast<unsigned>(answer.size()));
+        if (uv_write(&write_req, stream(), &buf, 1, on_written) != 0) return close();
     }
 
     void refuse(int status, const char* why) {
-        uv_read_stop(stream());
-        send(Response{status, why, false}, false, false);
+        send(render(Response{status, why, false}, false, false), true);
     }
 
-    void on_data(const char* data, size_t n) {
-        if (closing) return;
-        llhttp_errno_t err = llhttp_execute(&parser, data, n);
-        if (too_large) return refuse(431, "request headers too large");
-        if (has_body) return refuse(400, "bad request: probes take no body");
-        if (err == HPE_PAUSED && complete) {
-            const char* end = llhttp_get_error_pos(&parser);
-            if (end != nullptr && end < data + n) {
-                return refuse(400, "bad request: one request at a time (no pipelining)");
+    // Acts on what the reader says: one answer at most.
+    void act(RequestReader::Step step) {
+        using Step = RequestReader::Step;
+        switch (step) {
+            case Step::more:
+                return start_reading();
+            case Step::request: {
+                const bool keep = reader.keep_alive();
+                Response r = route(reader.method(), reader.target(), server->probes_);
+                return send(render(r, reader.method() == "HEAD", keep), !keep);
             }
-            bool keep = llhttp_should_keep_alive(&parser) != 0;
-            bool head = method == "HEAD";
-            Response r = route(method, target, server->probes_);
-            send(r, head, keep);
-            if (!keep) {
-                uv_read_stop(stream());
-                return;
-            }
-            llhttp_resume(&parser);
-            reset_request();
-            waiting_since = server->sched_.now();
-            arm_timeout();
-            return;
+            case Step::too_large:
+                return refuse(431, "request headers too large");
+            case Step::has_body:
+                return refuse(400, "bad request: probes take no body");
+            case Step::malformed:
+                return refuse(400, "bad request: malformed HTTP");
+            case Step::over_budget:
+                return refuse(400, "bad request: too many bytes sent ahead of an answer");
         }
-        if (err != HPE_OK) return refuse(400, "bad request: malformed HTTP");
-        // Incomplete: wait for more within the request timeout.
     }
 
-    static Conn* of(llhttp_t* p) { return static_cast<Conn*>(p->data); }
-
-    int count(size_t n) {
-        header_bytes += n;
-        if (header_bytes > server->limits_.max_header_bytes) {
-            too_large = true;
-            return -1;  // stops the parser
-        }
-        return 0;
+    static void on_alloc(uv_handle_t* h, size_t, uv_buf_t* buf) noexcept {
+        static thread_local char scratch[16 * 1024];
+        buf->base = scratch;
+        // No read brings more than the read-ahead budget, so the bytes after a request always fit.
+        const size_t ahead = static_cast<Conn*>(h->data)->server->limits_.reader.max_input_bytes;
+        buf->len = std::min(sizeof scratch, ahead);
     }
 
-    void init_parser() {
-        llhttp_settings_init(&settings);
-        settings.on_url = [](llhttp_t* p, const char* at, size_t n) noexcept {
-            Conn* c = of(p);
-            if (c->count(n) != 0) return -1;
-            c->target.append(at, n);
-            return 0;
-        };
-        settings.on_header_field = [](llhttp_t* p, const char*, size_t n) noexcept {
-            return of(p)->count(n);
-        };
-        settings.on_header_value = [](llhttp_t* p, const char*, size_t n) noexcept {
-            return of(p)->count(n);
-        };
-        settings.on_headers_complete = [](llhttp_t* p) noexcept {
-            Conn* c = of(p);
-            c->method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
-            return 0;
-        };
-        settings.on_body = [](llhttp_t* p, const char*, size_t) noexcept {
-            of(p)->has_body = true;
-            return -1;
-        };
-        settings.on_message_complete = [](llhttp_t* p) noexcept {
-            of(p)->complete = true;
-            return static_cast<int>(HPE_PAUSED);
-        };
-        llhttp_init(&parser, HTTP_REQUEST, &settings);
-        parser.data = this;
+    static void on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) noexcept {
+        auto* c = static_cast<Conn*>(s->data);
+        if (c->closing) return;
+        // Reading happens only with no answer in flight: an end or an error leaves nothing owed.
+        if (n < 0) return c->close();
+        if (n > 0) c->act(c->reader.feed(buf->base, static_cast<size_t>(n)));
+        c->server->enforce_total();
+    }
+
+    static void on_written(uv_write_t* req, int status) noexcept {
+        auto* c = static_cast<Conn*>(req->data);
+        // The answer's memory goes back now, not at the next answer.
+        std::string().swap(c->answer);
+        // A cancelled write (the connection closing) may come after the server is gone.
+        if (c->closing) return;
+        if (status != 0 || c->close_after) return c->close();
+        c->waiting_since = c->server->sched_.now();
+        c->arm_timeout();
+        c->act(c->reader.next());
+        c->server->enforce_total();
     }
 };
 
@@ -237,6 +216,41 @@ ProbeServer::~ProbeServer() {
         c->close();
     }
     conns_.clear();
+}
+
+size_t ProbeServer::held_bytes() const {
+    size_t sum = 0;
+    for (const Conn* c : conns_) sum += c->held();
+    return sum;
+}
+
+size_t ProbeServer::unsent_bytes() const {
+    size_t sum = 0;
+    for (Conn* c : conns_) {
+        if (!c->closing) sum += uv_stream_get_write_queue_size(c->stream());
+    }
+    return sum;
+}
+
+ProbeServer::Conn* ProbeServer::longest_waiting(const Conn* except, bool holding_only) const {
+    Conn* oldest = nullptr;
+    for (Conn* o : conns_) {
+        if (o == except || o->closing || (holding_only && o->held() == 0)) continue;
+        if (!oldest || o->waiting_since < oldest->waiting_since) oldest = o;
+    }
+    return oldest;
+}
+
+void ProbeServer::enforce_total() {
+    for (size_t held = held_bytes(); held > limits_.max_total_bytes; held = held_bytes()) {
+        Conn* victim = longest_waiting(nullptr, true);
+        if (!victim) return;
+        log::warn(
+            "probe server: connections hold more than their total budget; closed the one "
+            "waiting longest",
+            {{"bytes", held}, {"budget", limits_.max_total_bytes}});
+        victim->close();
+    }
 }
 
 namespace {
@@ -313,40 +327,18 @@ void ProbeServer::on_connection(uv_stream_t* listener, int status) noexcept {
     self->conns_.insert(c);
     if (uv_accept(listener, c->stream()) != 0) return c->close();
     if (self->conns_.size() > self->limits_.max_connections) {
-        // Full: the connection that has waited longest for a request (an idle keep-alive one, one
-        // silent since accepted, or the slowest to send its request) makes room, so a new client
-        // (the kubelet) is always answered; clients that keep 64 slots busy cannot lock it out.
-        Conn* oldest = nullptr;
-        for (Conn* o : self->conns_) {
-            if (o == c || o->closing || o->writes_pending != 0) continue;
-            if (!oldest || o->waiting_since < oldest->waiting_since) oldest = o;
-        }
-        // Every other slot is writing an answer this very turn: they end on their own.
+        // Full: the connection that has waited longest (an idle keep-alive one, one silent since
+        // accepted, the slowest to send its request or to read its answer) makes room, so a new
+        // client (the kubelet) is always answered; clients that keep 64 slots busy cannot lock it
+        // out.
+        Conn* oldest = self->longest_waiting(c, false);
         if (!oldest) return c->close();
         oldest->close();
     }
     c->waiting_since = self->sched_.now();
     uv_tcp_nodelay(c->tcp.get(), 1);
-    c->init_parser();
     c->arm_timeout();
-    uv_read_start(
-        c->stream(),
-        [](uv_handle_t*, size_t, uv_buf_t* buf) noexcept {
-            static thread_local char scratch[16 * 1024];
-            buf->base = scratch;
-            buf->len = sizeof scratch;
-        },
-        [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) noexcept {
-            auto* c = static_cast<Conn*>(s->data);
-            if (n < 0) {
-                // A client that sends its request and then shuts down its side still gets the
-                // answer that is on its way.
-                if (c->writes_pending == 0) return c->close();
-                c->peer_done = true;
-                return (void)uv_read_stop(s);
-            }
-            if (n > 0) c->on_data(buf->base, static_cast<size_t>(n));
-        });
+    c->start_reading();
 }
 
 }  // namespace myr::health

@@ -1,6 +1,8 @@
 #include "runtime/metrics_feed.hpp"
 
 #include <algorithm>
+#include <system_error>
+#include <thread>
 
 namespace myr::runtime {
 
@@ -69,8 +71,37 @@ Counted classify_recovered(const update::Attempt& a, bool swapped) {
     return {AttemptResult::failed, std::nullopt};
 }
 
+VolumeRoom::VolumeRoom(const Clock& clock, std::string path, Duration every, Reader read)
+    : clock_(clock), path_(std::move(path)), every_(every), read_(std::move(read)) {}
+
+std::optional<uint64_t> VolumeRoom::get() {
+    // Read before a refresh starts, so a scrape serves what was there when it asked.
+    const bool ok = shared_->ok.load(std::memory_order_acquire);
+    const uint64_t bytes = shared_->bytes.load(std::memory_order_relaxed);
+    if (!ok || !read_at_ || clock_.now() - *read_at_ >= every_) refresh();
+    if (!ok) return std::nullopt;
+    return bytes;
+}
+
+void VolumeRoom::refresh() {
+    if (shared_->in_flight.load(std::memory_order_acquire)) return;
+    shared_->in_flight.store(true);
+    read_at_ = clock_.now();
+    try {
+        std::thread([shared = shared_, read = read_, path = path_] {
+            std::optional<uint64_t> got = read(path);
+            if (got) shared->bytes.store(*got, std::memory_order_relaxed);
+            shared->ok.store(got.has_value(), std::memory_order_release);
+            shared->in_flight.store(false, std::memory_order_release);
+        }).detach();
+    } catch (const std::system_error&) {
+        // No thread to be had (RLIMIT_NPROC, memory): the scrape goes on without the reading.
+        shared_->in_flight.store(false);
+    }
+}
+
 MetricsFeed::MetricsFeed(const Clock& clock, std::string install_dir)
-    : clock_(clock), install_dir_(std::move(install_dir)), registry_(state_names()) {}
+    : clock_(clock), room_(clock, std::move(install_dir)), registry_(state_names()) {}
 
 void MetricsFeed::trusted_root(std::optional<int64_t> newest_start) {
     registry_.trusted_root_since(newest_start ? std::optional<double>(*newest_start)
@@ -100,7 +131,7 @@ void MetricsFeed::set_sources(std::function<uint64_t()> child_restarts,
 
 const std::string& MetricsFeed::render() {
     metrics::Live live;
-    live.volume_free_bytes = metrics::free_bytes(install_dir_.c_str());
+    live.volume_free_bytes = room_.get();
     live.opamp_connected = connected_ && connected_();
     live.child_restarts = child_restarts_ ? child_restarts_() : 0;
     live.process = process_.read();

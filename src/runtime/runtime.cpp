@@ -394,6 +394,7 @@ service::CriticalSection* Runtime::start_installer() {
                            in && in->version == seeded.active_version ? in->package_hash : "");
     installer_->observe(metrics_.observer());
     metrics_.collector_version(seeded.active_version);
+    metrics_.volume_ready();
     if (in) installer_->restore(*in);
     // Package names are the server's; the collector's binary name is the usual one.
     if (volume_->interrupted) {

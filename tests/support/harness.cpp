@@ -405,6 +405,21 @@ int refusing_port() {
     return ntohs(a.sin_port);
 }
 
+int connect_loopback(int port, int rcvbuf) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 HttpResponse http_get(const std::string& host, int port, const std::string& path, Millis timeout) {
     HttpResponse resp;
     int fd = ::socket(host.find(':') != std::string::npos ? AF_INET6 : AF_INET,

@@ -130,6 +130,11 @@ int reserve_port();
 // process: a connection to it is refused, and nothing else can bind it meanwhile.
 int refusing_port();
 
+// A blocking TCP connection to 127.0.0.1:`port`; -1 when it fails. With `rcvbuf` > 0 the socket's
+// SO_RCVBUF is set first, so a client that never reads fills its share of the kernel's buffers
+// at once.
+int connect_loopback(int port, int rcvbuf = 0);
+
 struct HttpResponse {
     int status = 0;  // 0: no response (connection refused, timeout, garbage)
     std::string body;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "harness.hpp"
 #include "health/probe_server.hpp"
 #include "health/probes.hpp"
 #include "loop/loop.hpp"
@@ -35,16 +36,7 @@ inline Probes fixed(bool live, bool ready) {
 }
 
 inline int connect_to(int port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    return fd;
+    return myr::test::connect_loopback(port);
 }
 
 // MSG_NOSIGNAL: a connection the server has closed must fail a check, not kill the test with

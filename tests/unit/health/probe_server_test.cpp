@@ -6,6 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <future>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "harness.hpp"
@@ -76,7 +82,7 @@ TEST_CASE("probe server: answers 200 and 503 with a short text, 404 and 405") {
     CHECK(got[3].rfind("HTTP/1.1 405 ", 0) == 0);
 }
 
-TEST_CASE("probe server: malformed, oversize, body and pipelined requests get 400/431 and close") {
+TEST_CASE("probe server: malformed, oversize and body requests get 400/431 and close") {
     Fixture f(fixed(true, true));
     int port = f.server->port();
     auto got = with_server(f.loop, [port] {
@@ -84,17 +90,33 @@ TEST_CASE("probe server: malformed, oversize, body and pipelined requests get 40
             "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(9000, 'a') + "\r\n\r\n";
         return std::vector<std::string>{
             round_trip(port, "this is not http\r\n\r\n"), round_trip(port, big),
-            round_trip(port,
-                       "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /readyz HTTP/1.1\r\n"
-                       "Host: x\r\n\r\n"),
             round_trip(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")};
     });
     CHECK(got[0].rfind("HTTP/1.1 400 ", 0) == 0);
     CHECK(got[1].rfind("HTTP/1.1 431 ", 0) == 0);
     CHECK(got[2].rfind("HTTP/1.1 400 ", 0) == 0);
-    CHECK(got[2].find("pipelining") != std::string::npos);
-    CHECK(got[3].rfind("HTTP/1.1 400 ", 0) == 0);
     for (const auto& g : got) CHECK(g.find("Connection: close") != std::string::npos);
+}
+
+TEST_CASE("probe server: pipelined requests wait for the answer before them, then are answered") {
+    Fixture f(fixed(true, false));
+    int port = f.server->port();
+    auto got = with_server(f.loop, [port] {
+        return round_trip(port,
+                          "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /readyz HTTP/1.1\r\n"
+                          "Host: x\r\n\r\nHEAD /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
+    });
+    const size_t first = got.find("HTTP/1.1 200 OK");
+    const size_t second = got.find("HTTP/1.1 503 ");
+    const size_t third = got.find("HTTP/1.1 200 OK", first + 1);
+    CHECK(first == 0);
+    CHECK(second != std::string::npos);
+    CHECK(third != std::string::npos);
+    CHECK(first < second);
+    CHECK(second < third);
+    CHECK(got.find("child not running\n") != std::string::npos);
+    // HEAD: the last answer ends with its head.
+    CHECK(got.substr(got.size() - 4) == "\r\n\r\n");
 }
 
 TEST_CASE("probe server: a client that half-closes after its request still gets the answer") {
@@ -172,6 +194,155 @@ TEST_CASE("probe server: at the default cap of 64 the longest-idle connection ma
     CHECK(seen.fresh.find("200 OK") != std::string::npos);
     CHECK(seen.oldest_closed);
     CHECK(seen.newest_still_served);
+}
+
+namespace {
+
+// Clients with a small receive buffer that send `request` over and over and never read, on
+// `clients` connections for `for_how_long`; a connection the server closes is opened again.
+struct Flooded {
+    size_t peak_held = 0;    // the server's held_bytes(), sampled on the loop
+    size_t peak_unsent = 0;  // the part of it in libuv's write queues
+    int reconnects = 0;
+    long sent = 0;
+};
+
+Flooded flood(Fixture& f, int clients, const std::string& request, Duration for_how_long) {
+    const int port = f.server->port();
+    Flooded out;
+    auto reconnects = std::async(std::launch::async, [&] {
+        std::vector<int> fds(static_cast<size_t>(clients), -1);
+        int again = 0;
+        auto end = std::chrono::steady_clock::now() + for_how_long;
+        while (std::chrono::steady_clock::now() < end) {
+            for (int& fd : fds) {
+                if (fd < 0) fd = myr::test::connect_loopback(port, 4096);
+                if (fd < 0) continue;
+                ssize_t n = ::send(fd, request.data(), request.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (n > 0) ++out.sent;
+                if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+                    ::close(fd);
+                    fd = -1;
+                    ++again;
+                }
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        for (int fd : fds) ::close(fd);
+        return again;
+    });
+    // The loop serves; between its turns the server's accounting is sampled.
+    CHECK(f.loop.run_until(
+        [&] {
+            out.peak_held = std::max(out.peak_held, f.server->held_bytes());
+            out.peak_unsent = std::max(out.peak_unsent, f.server->unsent_bytes());
+            return reconnects.wait_for(0s) == std::future_status::ready;
+        },
+        for_how_long + 20s));
+    out.reconnects = reconnects.get();
+    return out;
+}
+
+Probes with_metrics(const std::string& text) {
+    Probes p = fixed(true, true);
+    p.metrics = [&text]() -> const std::string& { return text; };
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("probe server: clients that send and never read hold one answer each, within budget") {
+    const std::string text(5000, '#');  // the size of a full metrics text
+    ServerLimits l;
+    l.request_timeout = 60s;  // nothing closes for slowness meanwhile: the bound holds by itself
+    Fixture f(with_metrics(text), l);
+    Flooded got = flood(f, 16, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 1500ms);
+    MESSAGE("16 non-reading clients: " << got.sent << " requests taken, peak held " << got.peak_held
+                                       << " B, unsent " << got.peak_unsent << " B");
+    CHECK(got.sent > 16);
+    CHECK(got.peak_held > 0);
+    CHECK(got.peak_held <= 16 * connection_budget(l));
+    CHECK(got.peak_held <= l.max_total_bytes);
+    // At most one answer per connection is ever queued.
+    CHECK(got.peak_unsent <= 16 * (text.size() + 200));
+    CHECK(got.reconnects == 0);  // under the total, nobody is closed
+    // Once they are gone, nothing is held.
+    CHECK(f.loop.run_until([&] { return f.server->connections() == 0; }, 5s));
+    CHECK(f.server->held_bytes() == 0);
+}
+
+TEST_CASE("probe server: over the total budget the connection waiting longest is closed") {
+    const std::string text(5000, '#');
+    ServerLimits l;
+    l.request_timeout = 60s;
+    l.max_total_bytes = 20 * 1024;  // room for about four answers in flight
+    Fixture f(with_metrics(text), l);
+    Flooded got = flood(f, 16, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 1500ms);
+    MESSAGE("total budget 20 KiB: peak held " << got.peak_held << " B, " << got.reconnects
+                                              << " reconnects");
+    CHECK(got.peak_held <= l.max_total_bytes);
+    CHECK(got.reconnects > 0);
+    // A fresh client is still answered.
+    auto fresh = with_server(f.loop, [port = f.server->port()] {
+        return round_trip(port, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
+    });
+    CHECK(fresh.find("200 OK") != std::string::npos);
+}
+
+TEST_CASE("probe server: at the cap, a connection whose answer sits unread makes room too") {
+    const std::string text(12 * 1024, '#');
+    ServerLimits l;
+    REQUIRE(l.max_connections == 64);
+    l.request_timeout = 60s;
+    l.max_total_bytes = 8 * 1024 * 1024;  // only the connection cap is at work here
+    Fixture f(with_metrics(text), l);
+    const int port = f.server->port();
+    std::atomic<bool> stuck{false};
+    auto fresh = std::async(std::launch::async, [&] {
+        std::vector<int> fds;
+        for (int i = 0; i < 64; ++i) fds.push_back(myr::test::connect_loopback(port, 4096));
+        std::string burst;
+        for (int i = 0; i < 32; ++i) burst += "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+        auto end = std::chrono::steady_clock::now() + 15s;
+        while (!stuck && std::chrono::steady_clock::now() < end) {
+            for (int fd : fds)
+                (void)!::send(fd, burst.data(), burst.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+            std::this_thread::sleep_for(1ms);
+        }
+        std::string r = stuck
+                            ? round_trip(port, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+                            : "the 64 answers never stayed unread";
+        for (int fd : fds) ::close(fd);
+        return r;
+    });
+    // Stuck: all 64 hold an answer, turn after turn, for 300 ms.
+    std::optional<std::chrono::steady_clock::time_point> since;
+    CHECK(f.loop.run_until(
+        [&] {
+            const bool all =
+                f.server->connections() == 64 && f.server->held_bytes() >= 64 * text.size();
+            if (!all) since.reset();
+            if (all && !since) since = std::chrono::steady_clock::now();
+            if (since && std::chrono::steady_clock::now() - *since >= 300ms) stuck = true;
+            return fresh.wait_for(0s) == std::future_status::ready;
+        },
+        40s));
+    const std::string got = fresh.get();
+    CHECK(got.find("200 OK") != std::string::npos);
+}
+
+TEST_CASE("probe server: an answer over its budget closes the connection without it") {
+    const std::string text(20 * 1024, '#');  // over max_answer_bytes (16 KiB)
+    Fixture f(with_metrics(text));
+    auto got = with_server(f.loop, [port = f.server->port()] {
+        int fd = connect_to(port);
+        send_text(fd, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        Received r = receive(fd, 5s);
+        ::close(fd);
+        return r;
+    });
+    CHECK(got.closed);
+    CHECK(got.bytes.empty());
 }
 
 TEST_CASE("probe server: listens on IPv6 loopback") {

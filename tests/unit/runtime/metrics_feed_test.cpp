@@ -3,9 +3,12 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <future>
 #include <string>
 
 #include "harness.hpp"
+#include "loop/fake_scheduler.hpp"
 #include "update/state_files.hpp"
 
 using namespace myr::runtime;
@@ -85,4 +88,64 @@ TEST_CASE("metrics feed: what recovery found at the start") {
         CAPTURE(p);
         CHECK(!update::swapped_in(p));
     }
+}
+
+TEST_CASE("volume room: scrapes serve the last reading; one statvfs per period, off the loop") {
+    myr::loop::FakeScheduler clock;
+    std::atomic<int> calls{0};
+    std::promise<void> release;
+    std::shared_future<void> gate = release.get_future().share();
+    VolumeRoom room(clock, "/vol", std::chrono::seconds(10),
+                    [&calls, gate](const std::string& path) -> std::optional<uint64_t> {
+                        int n = ++calls;
+                        gate.wait();  // a statvfs hung on a network filesystem, until released
+                        if (path != "/vol") return std::nullopt;
+                        return 1000 + static_cast<uint64_t>(n);
+                    });
+    // The first scrape starts a reading and does not wait for it; while it hangs, scrapes go on
+    // without the value and start no second one, however much time passes.
+    CHECK_FALSE(room.get().has_value());
+    CHECK(room.in_flight());
+    int served = 0;
+    for (int i = 0; i < 1000; ++i) served += room.get().has_value() ? 1 : 0;
+    clock.advance(std::chrono::minutes(5));
+    served += room.get().has_value() ? 1 : 0;
+    CHECK(served == 0);
+    // The one reading has begun (its thread may start after the scrapes) and hangs.
+    CHECK(myr::test::wait_until([&] { return calls == 1; }, std::chrono::seconds(5)));
+    CHECK(room.in_flight());
+    CHECK(calls == 1);
+
+    release.set_value();
+    REQUIRE(myr::test::wait_until([&] { return !room.in_flight(); }, std::chrono::seconds(5)));
+    // The reading started 5 min ago: served, and a fresh one started behind it.
+    CHECK(room.get() == std::optional<uint64_t>(1001));
+    REQUIRE(myr::test::wait_until([&] { return !room.in_flight(); }, std::chrono::seconds(5)));
+    CHECK(calls == 2);
+    CHECK(room.get() == std::optional<uint64_t>(1002));
+    // Within the period every scrape serves it without a statvfs.
+    for (int i = 0; i < 1000; ++i) (void)room.get();
+    clock.advance(std::chrono::seconds(9));
+    CHECK(room.get() == std::optional<uint64_t>(1002));
+    CHECK(calls == 2);
+    clock.advance(std::chrono::seconds(1));
+    (void)room.get();
+    REQUIRE(myr::test::wait_until([&] { return !room.in_flight(); }, std::chrono::seconds(5)));
+    CHECK(calls == 3);
+    CHECK(room.get() == std::optional<uint64_t>(1003));
+}
+
+TEST_CASE("volume room: a failed reading leaves the gauge out and is retried at the next scrape") {
+    myr::loop::FakeScheduler clock;
+    std::atomic<int> calls{0};
+    VolumeRoom room(clock, "/missing", std::chrono::seconds(10),
+                    [&calls](const std::string&) -> std::optional<uint64_t> {
+                        return ++calls < 2 ? std::nullopt : std::optional<uint64_t>(7);
+                    });
+    room.refresh();
+    REQUIRE(myr::test::wait_until([&] { return !room.in_flight(); }, std::chrono::seconds(5)));
+    CHECK_FALSE(room.get().has_value());  // the failure, served; a retry started
+    REQUIRE(myr::test::wait_until([&] { return !room.in_flight(); }, std::chrono::seconds(5)));
+    CHECK(room.get() == std::optional<uint64_t>(7));
+    CHECK(calls == 2);
 }
