@@ -1,5 +1,6 @@
 #include "opamp/messages.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -90,13 +91,37 @@ Opamp__KeyValue** encode_kvs(Arena& a, const std::vector<KeyValue>& kvs) {
     return out;
 }
 
-Opamp__ComponentHealth* encode_health(Arena& a, const ComponentHealth& h) {
+template <class Health>
+Opamp__ComponentHealth encode_health_fields(Arena& a, const Health& h) {
     Opamp__ComponentHealth m = OPAMP__COMPONENT_HEALTH__INIT;
     m.healthy = h.healthy;
     m.start_time_unix_nano = h.start_time_unix_nano;
     m.last_error = a.text(h.last_error, kMaxReportText);
     m.status = a.text(h.status, kMaxReportText);
     m.status_time_unix_nano = h.status_time_unix_nano;
+    return m;
+}
+
+Opamp__ComponentHealth* encode_health(Arena& a, const ComponentHealth& h) {
+    Opamp__ComponentHealth m = encode_health_fields(a, h);
+    const size_t n = std::min(h.components.size(), kMaxHealthComponents);
+    m.n_component_health_map = n;
+    m.component_health_map = a.array<Opamp__ComponentHealth__ComponentHealthMapEntry>(n);
+    for (size_t i = 0; i < n; ++i) {
+        const auto& [name, sub] = h.components[i];
+        Opamp__ComponentHealth v = encode_health_fields(a, sub);
+        const std::vector<KeyValue> attrs(
+            sub.attributes.begin(),
+            sub.attributes.begin() +
+                static_cast<std::ptrdiff_t>(std::min(sub.attributes.size(), kMaxHealthAttributes)));
+        v.n_attributes = attrs.size();
+        v.attributes = encode_kvs(a, attrs);
+        Opamp__ComponentHealth__ComponentHealthMapEntry e =
+            OPAMP__COMPONENT_HEALTH__COMPONENT_HEALTH_MAP_ENTRY__INIT;
+        e.key = a.text(name, kMaxReportText);
+        e.value = a.make(v);
+        m.component_health_map[i] = a.make(e);
+    }
     return a.make(m);
 }
 
@@ -462,6 +487,21 @@ Result<AgentToServer> decode_agent_to_server(std::string_view bytes) {
         h.last_error = cstr(m.health->last_error);
         h.status = cstr(m.health->status);
         h.status_time_unix_nano = m.health->status_time_unix_nano;
+        const size_t n = std::min(m.health->n_component_health_map, kMaxHealthComponents);
+        for (size_t i = 0; i < n; ++i) {
+            const auto* e = m.health->component_health_map[i];
+            SubHealth sub;
+            if (const Opamp__ComponentHealth* v = e->value) {
+                sub.healthy = v->healthy;
+                sub.start_time_unix_nano = v->start_time_unix_nano;
+                sub.last_error = cstr(v->last_error);
+                sub.status = cstr(v->status);
+                sub.status_time_unix_nano = v->status_time_unix_nano;
+                sub.attributes =
+                    decode_kvs(v->attributes, std::min(v->n_attributes, kMaxHealthAttributes));
+            }
+            h.components.emplace_back(cstr(e->key), std::move(sub));
+        }
         out.health = std::move(h);
     }
     if (m.package_statuses) {

@@ -54,14 +54,30 @@ struct AgentDescription {
     bool operator==(const AgentDescription&) const = default;
 };
 
+// A sub-component's health, one entry of ComponentHealth.component_health_map (one level deep:
+// the updater reports itself beside the supervisor). `attributes` is ComponentHealth field 7
+// (opamp-spec PR #334, Development); a server whose codec predates it skips the field.
+struct SubHealth {
+    bool healthy = false;
+    uint64_t start_time_unix_nano = 0;
+    std::string last_error;
+    std::string status;
+    uint64_t status_time_unix_nano = 0;
+    std::vector<KeyValue> attributes;
+    bool operator==(const SubHealth&) const = default;
+};
+
 struct ComponentHealth {
     bool healthy = false;
     uint64_t start_time_unix_nano = 0;
     std::string last_error;
     std::string status;
     uint64_t status_time_unix_nano = 0;
+    std::vector<std::pair<std::string, SubHealth>> components;  // at most kMaxHealthComponents
     bool operator==(const ComponentHealth&) const = default;
 };
+inline constexpr size_t kMaxHealthComponents = 8;
+inline constexpr size_t kMaxHealthAttributes = 16;
 
 enum class PackageStatusCode : int {
     installed = 0,

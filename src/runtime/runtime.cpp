@@ -385,6 +385,7 @@ service::CriticalSection* Runtime::start_installer() {
             status_.set_versions({image, installer_->active_version(), ""});
             metrics_.collector_version(installer_->active_version());
             status_.set_install_problem(installer_->unhealthy_reason());
+            report_updater();
             if (agent_) agent_->state_changed();
         });
     // The package hash goes with the version only while that version is still the active one
@@ -392,7 +393,14 @@ service::CriticalSection* Runtime::start_installer() {
     const auto& in = volume_->installed;
     installer_->set_active(seeded.active_version,
                            in && in->version == seeded.active_version ? in->package_hash : "");
-    installer_->observe(metrics_.observer());
+    // Every state change reaches the server as the updater's own health (docs/opamp.md).
+    update::Observer observer = metrics_.observer();
+    observer.state = [this, counted = std::move(observer.state)](update::State st) {
+        if (counted) counted(st);
+        report_updater();
+        if (agent_) agent_->state_changed();
+    };
+    installer_->observe(std::move(observer));
     metrics_.collector_version(seeded.active_version);
     metrics_.volume_ready();
     if (in) installer_->restore(*in);
@@ -406,10 +414,15 @@ service::CriticalSection* Runtime::start_installer() {
         installer_->resume_trial(volume_->trial->to, volume_->trial->trial_until);
     }
     packages_ = std::make_unique<PackageAdapter>(*installer_);
+    report_updater();
     return installer_.get();
 }
 
 // The updater's own OpAMP agent. Versions and health come from seeding and the child (status_).
+void Runtime::report_updater() {
+    if (installer_) status_.set_updater(updater_health(installer_->view(), installer_->describe()));
+}
+
 void Runtime::start_agent() {
     auto agent = make_agent(loop_.get(), sched_, cfg_, volume_->state, version_, to_string(mode_),
                             status_, *packages_, proxy_);

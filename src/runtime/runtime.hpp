@@ -96,6 +96,8 @@ class Runtime {
     void stop_unit_if_moved(std::function<void(Status)> done);
     service::CriticalSection* start_installer();
     void start_agent();
+    // The installer's view as the updater's own health (CollectorStatus::set_updater).
+    void report_updater();
     std::string reported_image(const std::string& seed_version) const;
 
     loop::Loop& loop_;

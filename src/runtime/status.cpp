@@ -1,5 +1,7 @@
 #include "runtime/status.hpp"
 
+#include "core/text.hpp"
+
 namespace myr::runtime {
 namespace {
 
@@ -9,6 +11,27 @@ uint64_t unix_nano(WallTime t) {
 }
 
 }  // namespace
+
+opamp::SubHealth updater_health(const update::UpdateView& v, const std::string& describe) {
+    opamp::SubHealth h;
+    h.healthy = v.last_error.empty();
+    h.status = describe;
+    h.last_error = v.last_error;
+    const std::pair<const char*, const std::string*> fields[] = {
+        {"myriarch.update.state", &v.state},
+        {"myriarch.update.target_version", &v.target_version},
+        {"myriarch.update.previous_version", &v.previous_version},
+        {"myriarch.update.trial_until", &v.trial_until},
+        {"myriarch.update.retry_until", &v.retry_until},
+        {"myriarch.update.quarantine_until", &v.quarantine_until},
+        {"myriarch.update.last_error", &v.last_error},
+    };
+    for (const auto& [key, value] : fields) {
+        if (value->empty()) continue;
+        h.attributes.push_back({key, text::valid_utf8(*value, opamp::kMaxReportText)});
+    }
+    return h;
+}
 
 CollectorStatus::CollectorStatus(const Clock& clock, service::ServiceController& service)
     : clock_(clock), service_(service) {
@@ -29,9 +52,23 @@ void CollectorStatus::set_install_problem(const std::string& reason) {
     if (on_change_) on_change_();
 }
 
+void CollectorStatus::set_updater(opamp::SubHealth h) {
+    if (updater_) {
+        h.status_time_unix_nano = updater_->status_time_unix_nano;
+        h.start_time_unix_nano = updater_->start_time_unix_nano;
+        if (h == *updater_) return;
+    } else {
+        h.start_time_unix_nano = unix_nano(clock_.wall());
+    }
+    h.status_time_unix_nano = unix_nano(clock_.wall());
+    updater_ = std::move(h);
+    if (on_change_) on_change_();
+}
+
 opamp::ComponentHealth CollectorStatus::health() const {
-    if (install_problem_.empty()) return health_;
     opamp::ComponentHealth h = health_;
+    if (updater_) h.components.emplace_back(kUpdaterComponent, *updater_);
+    if (install_problem_.empty()) return h;
     h.healthy = false;
     h.status = "collector unhealthy: " + install_problem_;
     h.last_error = install_problem_;

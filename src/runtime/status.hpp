@@ -11,11 +11,13 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "core/time.hpp"
 #include "opamp/providers.hpp"
 #include "service/service_controller.hpp"
+#include "update/installer.hpp"
 
 namespace myr::runtime {
 
@@ -26,6 +28,14 @@ struct Versions {
     std::string previous;  // the active marker's previousVersion
 };
 
+// The name of the updater's own entry in the health's component map.
+inline constexpr const char* kUpdaterComponent = "myriarch-updater";
+
+// The updater's own health from the installer's view: status = `describe` ("0.118.0 on trial
+// until …"), healthy while no failure is pending, and the attributes `myriarch.update.*` (state
+// always; the others when they apply), each value cut at opamp::kMaxReportText.
+opamp::SubHealth updater_health(const update::UpdateView& v, const std::string& describe);
+
 class CollectorStatus : public opamp::StatusProvider {
   public:
     CollectorStatus(const Clock& clock, service::ServiceController& service);
@@ -35,6 +45,10 @@ class CollectorStatus : public opamp::StatusProvider {
     // whose health check failed too, the version running is unproven and reported unhealthy with
     // this reason, whatever the service's state.
     void set_install_problem(const std::string& reason);
+    // The updater's own health, reported as the component "myriarch-updater" of the health's
+    // map (docs/opamp.md, "The updater's own health"); its status time is set here, when it
+    // changed.
+    void set_updater(opamp::SubHealth h);
     // Called (on the loop) whenever what this provider answers has changed.
     void on_change(std::function<void()> cb) { on_change_ = std::move(cb); }
     // The service has been started: report its state from now on.
@@ -51,6 +65,7 @@ class CollectorStatus : public opamp::StatusProvider {
     service::ServiceController& service_;
     Versions versions_;
     std::string install_problem_;
+    std::optional<opamp::SubHealth> updater_;
     opamp::ComponentHealth health_;
     bool following_ = false;
     bool reported_ = false;  // the service's state has been reported at least once

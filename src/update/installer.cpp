@@ -214,7 +214,7 @@ void Installer::enter(State s) {
     });
     VolumeOps::JournalEntry e{std::string(phase(s)), from_, pkg_->version, hex::encode(pkg_->hash)};
     if (s == State::trial) {
-        trial_until_ = sched_.wall() + settings_.trial_period;
+        trial_until_ = saturating_add(sched_.wall(), settings_.trial_period);
         e.trial_until = unix_seconds(trial_until_);
     }
     step_ = ports_.volume.write_journal(std::move(e), std::move(done));
@@ -546,7 +546,7 @@ void Installer::start_trial() {
 
 void Installer::resume_trial(std::string version, int64_t until) {
     resumed_version_ = std::move(version);
-    trial_until_ = WallTime(std::chrono::seconds(until));
+    trial_until_ = from_unix_seconds(until);
     auto left = std::chrono::duration_cast<Duration>(trial_until_ - sched_.wall());
     log::info("update: the trial goes on after a restart",
               {{"version", resumed_version_}, {"until", format_rfc3339(trial_until_)}});

@@ -57,6 +57,19 @@ struct Ports {
     HealthProbe& health;
 };
 
+// The installer as a rollout engine sees it (docs/opamp.md, "The updater's own health"): every
+// field "" when it does not apply; times in RFC 3339.
+struct UpdateView {
+    std::string state;             // the installer's state; "trial" also for a resumed trial
+    std::string target_version;    // of the install in progress or on trial
+    std::string previous_version;  // what it replaces (kept until the trial is over)
+    std::string trial_until;       // the trial's end: the install is final then
+    std::string retry_until;       // while a transient failure is fetched again
+    std::string quarantine_until;  // the last attempt's quarantine ("until the offer changes")
+    std::string last_error;        // the install's, or the last attempt's reason
+    bool operator==(const UpdateView&) const = default;
+};
+
 class Installer : public service::CriticalSection {
   public:
     // `on_report` runs on the loop whenever report() changed.
@@ -118,6 +131,9 @@ class Installer : public service::CriticalSection {
     // During a trial (in this run or resumed after a restart): "trial until <RFC3339 time>";
     // "" otherwise.
     std::string trial_text() const;
+    // What the server is told of the updater itself (its own ComponentHealth): the state, the
+    // versions, the deadlines, the last error. installer_view.cpp; docs/opamp.md.
+    UpdateView view() const;
     // The collector health after an install: false after a rollback whose health check failed
     // too (the previous version runs, unproven), with why.
     bool unhealthy() const { return !unhealthy_reason_.empty(); }

@@ -34,6 +34,7 @@ class Ledger {
     const std::string& active() const { return active_; }
 
     void set_last_attempt(Attempt a) { last_attempt_ = std::move(a); }
+    const std::optional<Attempt>& last_attempt() const { return last_attempt_; }
     // packages.json as found at start, after set_active (installer.hpp says how it is used).
     void restore(Installed in);
     // An install recovery undid at start, after restore(): InstallFailed with recovery's words.

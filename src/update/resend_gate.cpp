@@ -10,7 +10,7 @@ void ResendGate::failed(const std::string& key, MonoTime now, double unit) {
         failures_ = 0;
     }
     ++failures_;
-    not_before_ = now + retry_delay(failures_, unit);
+    not_before_ = saturating_add(now, retry_delay(failures_, unit));
 }
 
 std::optional<Duration> ResendGate::wait(const std::string& key, MonoTime now) const {

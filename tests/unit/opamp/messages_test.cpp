@@ -34,6 +34,14 @@ TEST_CASE("messages: AgentToServer survives encode and decode with every field")
     m.agent_description = AgentDescription{{{"service.name", "myriarch-updater"}},
                                            {{"host.name", "pod-0"}, {"os.type", "linux"}}};
     m.health = ComponentHealth{true, 1700000000000000000ull, "", "running", 1700000000000000001ull};
+    m.health->components.emplace_back(
+        "myriarch-updater", SubHealth{true,
+                                      1,
+                                      "",
+                                      "0.118.0 on trial until 2026-12-07T10:10:00Z",
+                                      2,
+                                      {{"myriarch.update.state", "trial"},
+                                       {"myriarch.update.trial_until", "2026-12-07T10:10:00Z"}}});
     PackageStatus ps;
     ps.name = "otelcol-contrib";
     ps.agent_has_version = "0.116.0";
@@ -297,4 +305,30 @@ TEST_CASE("messages: every string of an AgentToServer is valid UTF-8 and free te
     CHECK(back->package_statuses->error_message == fffd);
     CHECK(back->health->last_error == "validate said " + fffd);
     CHECK(back->agent_description->non_identifying_attributes.at(0).value == "pod" + fffd);
+}
+
+TEST_CASE("messages: the updater's health attributes are ComponentHealth field 7 of a map entry") {
+    AgentToServer m;
+    m.instance_uid = std::string(16, '\x07');
+    ComponentHealth h;
+    h.components.emplace_back("u", SubHealth{true, 0, "", "", 0, {{"k", "v"}}});
+    m.health = h;
+    const std::string bytes = encode(m);
+    // KeyValue{key "k", value AnyValue{string_value "v"}} = 0a 01 6b 12 03 0a 01 76, under field 7
+    // (tag 0x3a) of the map entry's value, with its length 8.
+    CHECK(bytes.find(std::string("\x3a\x08\x0a\x01\x6b\x12\x03\x0a\x01\x76", 10)) !=
+          std::string::npos);
+    // More components and attributes than the bounds: cut, never more.
+    ComponentHealth many;
+    for (int i = 0; i < 20; ++i) {
+        SubHealth sub;
+        for (int j = 0; j < 40; ++j) sub.attributes.push_back({"k" + std::to_string(j), "v"});
+        many.components.emplace_back("c" + std::to_string(i), sub);
+    }
+    m.health = many;
+    auto back = decode_agent_to_server(encode(m));
+    REQUIRE(back);
+    REQUIRE(back->health);
+    CHECK(back->health->components.size() == kMaxHealthComponents);
+    CHECK(back->health->components[0].second.attributes.size() == kMaxHealthAttributes);
 }

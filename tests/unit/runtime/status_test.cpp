@@ -140,3 +140,41 @@ TEST_CASE("collector status: a rollback that stayed unhealthy is reported unheal
     rig.status.set_install_problem("");  // a later install proved a version
     CHECK(rig.status.health().healthy);
 }
+
+TEST_CASE("collector status: the updater's own health says the trial and its end (issue 35)") {
+    Rig rig;
+    update::UpdateView v;
+    v.state = "trial";
+    v.target_version = "0.118.0";
+    v.previous_version = "0.117.0";
+    v.trial_until = "2026-12-07T10:10:00Z";
+    rig.status.set_updater(
+        runtime::updater_health(v, "0.118.0 on trial until 2026-12-07T10:10:00Z"));
+    auto h = rig.status.health();
+    REQUIRE(h.components.size() == 1);
+    CHECK(h.components[0].first == "myriarch-updater");
+    const opamp::SubHealth& u = h.components[0].second;
+    CHECK(u.healthy);
+    CHECK(u.status == "0.118.0 on trial until 2026-12-07T10:10:00Z");
+    CHECK(u.attributes ==
+          std::vector<opamp::KeyValue>{{"myriarch.update.state", "trial"},
+                                       {"myriarch.update.target_version", "0.118.0"},
+                                       {"myriarch.update.previous_version", "0.117.0"},
+                                       {"myriarch.update.trial_until", "2026-12-07T10:10:00Z"}});
+    CHECK(u.status_time_unix_nano != 0);
+    // The same view again changes nothing (no message); a rollback after commit does.
+    const int changes = rig.changes;
+    rig.sched.advance(1s);
+    rig.status.set_updater(
+        runtime::updater_health(v, "0.118.0 on trial until 2026-12-07T10:10:00Z"));
+    CHECK(rig.changes == changes);
+    update::UpdateView rolled;
+    rolled.state = "idle";
+    rolled.last_error = "rolled back after commit: the supervisor ended 3 times";
+    rig.status.set_updater(runtime::updater_health(rolled, "no install in progress"));
+    CHECK(rig.changes == changes + 1);
+    const opamp::SubHealth after = rig.status.health().components[0].second;
+    CHECK_FALSE(after.healthy);
+    CHECK(after.last_error == rolled.last_error);
+    CHECK(after.status_time_unix_nano > u.status_time_unix_nano);
+}

@@ -1546,3 +1546,22 @@ TEST_CASE(
         CHECK(rig.top().code == Code::installed);
     }
 }
+
+TEST_CASE("installer: the view says the trial, its end and what it replaces (issue 35)") {
+    Settings st = settings();
+    st.trial_period = 10min;
+    Rig rig(st);
+    CHECK(rig.inst->view().state == "idle");
+    rig.inst->offer(offer_of("0.117.0"));
+    rig.until(State::trial);
+    UpdateView v = rig.inst->view();
+    CHECK(v.state == "trial");
+    CHECK(v.target_version == "0.117.0");
+    CHECK(v.previous_version == "0.116.0");
+    CHECK(v.trial_until == format_rfc3339(rig.sched.wall() + 10min));
+    CHECK(rig.inst->describe() == "0.117.0 on trial until " + v.trial_until);
+    CHECK(v.last_error.empty());
+    rig.settle(11min);
+    CHECK(rig.inst->view().state == "idle");
+    CHECK(rig.inst->view().trial_until.empty());
+}
