@@ -393,12 +393,16 @@ service::CriticalSection* Runtime::start_installer() {
     const auto& in = volume_->installed;
     installer_->set_active(seeded.active_version,
                            in && in->version == seeded.active_version ? in->package_hash : "");
-    // Every state change reaches the server as the updater's own health (docs/opamp.md).
+    // Every state change reaches the server as the updater's own health (docs/opamp.md). On the
+    // next turn: the state is entered before its entry action sets the package's status, and the
+    // message must carry both.
     update::Observer observer = metrics_.observer();
     observer.state = [this, counted = std::move(observer.state)](update::State st) {
         if (counted) counted(st);
-        report_updater();
-        if (agent_) agent_->state_changed();
+        sched_.post(guard_.bind([this] {
+            report_updater();
+            if (agent_) agent_->state_changed();
+        }));
     };
     installer_->observe(std::move(observer));
     metrics_.collector_version(seeded.active_version);

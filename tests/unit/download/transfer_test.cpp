@@ -433,3 +433,104 @@ TEST_CASE("transfer: no deadline when none is set") {
     REQUIRE(rig.done);
     CHECK(rig.done->ok());
 }
+
+// --- Issue 43 items 3, 5 and 6 -----------------------------------------------------------------
+
+TEST_CASE("transfer: a proxy's 407 to a plain http:// request names the proxy and is refused") {
+    DownloaderOptions o;
+    auto policy = net::ProxyPolicy::make(
+        net::ProxySettings{"http://proxy.example:3128", {}, "", ""}, net::ProxyEnv{});
+    REQUIRE(policy.ok());
+    o.proxy = *policy;
+    Rig rig(o);
+    rig.start("data");
+    CHECK(!rig.fetcher
+               .head(407, {{"Proxy-Authenticate", "Basic realm=\"squid\""}},
+                     "Proxy Authentication Required")
+               .ok());
+    rig.fetcher.end(fail(Errc::cancelled, "stopped"));
+    rig.sched.run_pending();
+    REQUIRE(rig.done);
+    REQUIRE(!rig.done->ok());
+    // Not the artifact's 4xx: the proxy is named, and the class is refused (not quarantined).
+    CHECK(rig.done->error().code() == Errc::refused);
+    CHECK(rig.done->error().message().find("the proxy http://proxy.example:3128 refused the "
+                                           "request: HTTP 407 Proxy Authentication Required") !=
+          std::string::npos);
+    CHECK(rig.fetcher.started == 1);
+}
+
+TEST_CASE("transfer: what the transport rule refuses is not tried again") {
+    Rig rig;
+    rig.start("data");
+    rig.fetcher.end(fail(Errc::refused,
+                         "http://h/artifacts/a.bin: refusing a plaintext connection to 10.0.0.1, "
+                         "which is not a loopback address (allowInsecureTransport is off)"));
+    rig.sched.run_pending();
+    rig.sched.advance(1min);  // no backoff, no second try
+    REQUIRE(rig.done);
+    REQUIRE(!rig.done->ok());
+    CHECK(rig.done->error().code() == Errc::refused);
+    CHECK(rig.fetcher.started == 1);
+}
+
+TEST_CASE("transfer: a kept validator with a CR or a NUL is not sent; the part starts from zero") {
+    const std::string data = "0123456789";
+    for (std::string validator : {std::string("\"v1\"\r\nX-Evil: 1"), std::string("\"v\0\"", 4)}) {
+        CAPTURE(validator.size());
+        Rig rig;
+        REQUIRE(::mkdir((rig.state.path() + "/spool").c_str(), 0755) == 0);
+        test::write_file(rig.state.path() + "/spool/" + hex_of(data) + ".part", "01234", 0600);
+        test::write_file(rig.part(data) + ".meta", "synced=5\nvalidator=" + validator + "\n", 0600);
+        rig.start(data);
+        // Before: five tries failed with `invalid request header "If-Range"` and the release was
+        // quarantined. Now the request asks for the whole file.
+        CHECK(rig.fetcher.current->header("Range").empty());
+        CHECK(rig.fetcher.current->header("If-Range").empty());
+        serves_whole(rig, data);
+        REQUIRE(rig.done);
+        CHECK(rig.done->ok());
+    }
+}
+
+TEST_CASE("transfer: a 206 marks the artifact resumed; a fresh request drops the kept part") {
+    const std::string data = "0123456789";
+    {
+        Rig rig;
+        rig.start(data);
+        REQUIRE(rig.fetcher.head(200, {{"Content-Length", "10"}, {"ETag", "\"v1\""}}).ok());
+        REQUIRE(rig.fetcher.body("01234").ok());
+        rig.fetcher.drop();
+        rig.sched.run_pending();
+        rig.sched.advance(2s);
+        REQUIRE(rig.fetcher.current->header("Range") == "bytes=5-");
+        REQUIRE(
+            rig.fetcher.head(206, {{"Content-Range", "bytes 5-9/10"}, {"ETag", "\"v1\""}}).ok());
+        REQUIRE(rig.fetcher.body("56789").ok());
+        rig.fetcher.end_ok();
+        rig.sched.run_pending();
+        REQUIRE(rig.done);
+        REQUIRE(rig.done->ok());
+        CHECK((*rig.done)->resumed);
+    }
+    Rig rig;
+    REQUIRE(::mkdir((rig.state.path() + "/spool").c_str(), 0755) == 0);
+    test::write_file(rig.state.path() + "/spool/" + hex_of(data) + ".part", "XXXXX", 0600);
+    test::write_file(rig.part(data) + ".meta", "synced=5\nvalidator=\"v1\"\n", 0600);
+    Downloader::Handlers h;
+    h.on_done = [&rig](Result<Artifact> r) { rig.done.emplace(std::move(r)); };
+    Request req{"http://h/artifacts/a.bin", {}, hex_of(data), 1u << 20};
+    req.fresh = true;
+    rig.d = rig.dl->fetch(std::move(req), std::move(h));
+    rig.sched.run_pending();
+    for (int i = 0; i < 100 && rig.fetcher.started == 0; ++i) {
+        uv_run(&rig.uv, UV_RUN_NOWAIT);
+        rig.sched.run_pending();
+    }
+    REQUIRE(rig.fetcher.started == 1);
+    CHECK(rig.fetcher.current->header("Range").empty());
+    serves_whole(rig, data);
+    REQUIRE(rig.done);
+    REQUIRE(rig.done->ok());
+    CHECK_FALSE((*rig.done)->resumed);
+}
