@@ -109,7 +109,7 @@ TEST_CASE("download: redirects are checked by the policy, at most 3, headers sta
     const std::string port = std::to_string(rig.server->port());
     SUBCASE("a loop ends after 3 redirects") {
         auto f = rig.get("?redirect=self");
-        CHECK(require_error(f).code() == Errc::invalid);
+        CHECK(require_error(f).code() == Errc::refused);
         CHECK(contains(f.done->error().message(), "more than 3 redirects"));
         CHECK(rig.server->requests() == 4);
     }
@@ -134,7 +134,7 @@ TEST_CASE("download: redirects are checked by the policy, at most 3, headers sta
     }
     SUBCASE("outside the prefixes: refused, nothing fetched there") {
         auto f = rig.get("?redirect=%2Fsecret%2Fa.bin");
-        CHECK(require_error(f).code() == Errc::invalid);
+        CHECK(require_error(f).code() == Errc::refused);
         CHECK(contains(f.done->error().message(), "redirect: http://127.0.0.1:" + port +
                                                       "/secret/a.bin: refused (rule prefix)"));
         CHECK(rig.server->requests() == 1);
@@ -145,7 +145,7 @@ TEST_CASE("download: https redirected to http is refused") {
     Rig rig(true);
     const std::string port = std::to_string(rig.server->port());
     auto f = rig.get("?redirect=http%3A%2F%2F127.0.0.1%3A" + port + "%2Fartifacts%2Fa.bin");
-    CHECK(require_error(f).code() == Errc::invalid);
+    CHECK(require_error(f).code() == Errc::refused);
     CHECK(contains(f.done->error().message(), "refused (rule"));
     CHECK(rig.server->requests() == 1);
 }
@@ -168,15 +168,15 @@ TEST_CASE("download: 5xx is retried; after 5 tries the offer fails; 404 is not r
 TEST_CASE("download: over update.maxArtifactSize: refused before the body, or cut off") {
     Rig rig;
     auto huge = rig.get("?hugelen");
-    CHECK(require_error(huge).code() == Errc::invalid);
+    CHECK(require_error(huge).code() == Errc::refused);
     CHECK(contains(huge.done->error().message(), "over update.maxArtifactSize"));
     CHECK(!exists(rig.part()));
     auto f = fetch(rig.loop, rig.options(), rig.request("?len=0", 300000));
-    CHECK(require_error(f).code() == Errc::invalid);
+    CHECK(require_error(f).code() == Errc::refused);
     CHECK(contains(f.done->error().message(), "grew past update.maxArtifactSize"));
     CHECK(!exists(rig.part()));
     auto cl = fetch(rig.loop, rig.options(), rig.request("", 300000));
-    CHECK(require_error(cl).code() == Errc::invalid);
+    CHECK(require_error(cl).code() == Errc::refused);
     CHECK(rig.server->requests() == 3);
 }
 
@@ -194,7 +194,7 @@ TEST_CASE("download: every URL policy rule refuses before a byte is requested") 
     for (const auto& [url, rule] : cases) {
         CAPTURE(url);
         auto f = fetch(rig.loop, rig.options(), Request{url, {}, rig.hex, 1u << 30});
-        CHECK(require_error(f).code() == Errc::invalid);
+        CHECK(require_error(f).code() == Errc::refused);
         CHECK(contains(f.done->error().message(), "(rule " + rule + ")"));
     }
     DownloaderOptions tls_only = rig.options();
@@ -243,8 +243,14 @@ TEST_CASE("download: a full disk ends the download, removes the part, touches no
         o.state_dir = statedir::StateDir::open(small).value();
         auto f = fetch(rig.loop, o, rig.request(query));
         const Error& e = require_error(f);
-        CHECK(e.code() == Errc::system);
-        CHECK(e.sys_errno() == ENOSPC);
+        // Known short from Content-Length: refused (issue 35); a write that found the disk full
+        // (no Content-Length): ENOSPC, transient.
+        if (*query != 0) {
+            CHECK(e.code() == Errc::system);
+            CHECK(e.sys_errno() == ENOSPC);
+        } else {
+            CHECK(e.code() == Errc::refused);
+        }
         CHECK(contains(e.message(), *query != 0
                                         ? "No space left on device"
                                         : "not enough space on " + small + "/spool: need "));

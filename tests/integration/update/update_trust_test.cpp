@@ -256,8 +256,19 @@ TEST_CASE("trust: a ConfigMap update of the root is used by the next install; a 
     CHECK(status_age >= 0);
     CHECK(status_age < 3 * kDay);
 
-    // The next release signed under B installs. (0.117.0 itself is settled as failed: the
-    // server would have to offer it anew, or `forget` lift its quarantine after a restart.)
+    // Issue 43 item 2: the same offer sent again now installs. Its refusal was recorded under
+    // root A (last-attempt.json "trust"), so the quarantine does not hold under B; and the offer
+    // that failed is processed again when sent again (issue 35), after its backoff step.
+    CHECK_MESSAGE(
+        read_file(rig.state + "/last-attempt.json").find("\"trust\":") != std::string::npos,
+        read_file(rig.state + "/last-attempt.json"));
+    from = rig.mark();
+    rig.offer(signed_offer("0.117.0", v117, b117));
+    auto again = rig.wait_status("0.117.0", "Installed", from, 60s);
+    REQUIRE_MESSAGE(again, rig.record() << "\nlog:\n" << u.log());
+    CHECK(requested(rig, v117));
+
+    // The next release signed under B installs.
     from = rig.mark();
     rig.offer(signed_offer("0.118.0", v118, sig_b + "/signed/" + v118 + ".json"));
     auto installed = rig.wait_status("0.118.0", "", from);
