@@ -178,7 +178,7 @@ def report(budgets, measured, not_measured, idle):
               + "; ".join(f"{who} RSS {idle[who + '.rss']:,} kB, private dirty "
                           f"{idle[who + '.private_dirty']:,} kB" for who in ("tini", "catatonit")))
         maps = sorted(((k.split(".", 2)[2], v) for k, v in idle.items()
-                       if k.startswith("updater.map.")), key=lambda kv: -kv[1])
+                       if k.startswith("updater.map.") and v), key=lambda kv: -kv[1])
         print("updater resident by mapping: " + ", ".join(f"{n} {v:,} kB" for n, v in maps))
     return over
 
