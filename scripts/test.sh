@@ -17,7 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" "${MYR_FUZZ_PKGS[@]}" "${MYR_PACKAGING_PKGS[@]}" \
-    "${MYR_HYGIENE_PKGS[@]}" "${MYR_PROMETHEUS_PKGS[@]}" "${MYR_REALNET_PKGS[@]}" || exit 1
+    "${MYR_HYGIENE_PKGS[@]}" "${MYR_PROMETHEUS_PKGS[@]}" "${MYR_REALNET_PKGS[@]}" "${MYR_BENCH_PKGS[@]}" || exit 1
 myr_need_node || exit 1
 
 stages=${MYR_STAGES:-"hygiene static asan fuzz arm64"}
