@@ -16,7 +16,7 @@ constexpr uint64_t kSaturate = Regex::kMaxStates + 1;
 // A parsed pattern: a tree of nodes in one vector, children by index.
 struct Node {
     enum class Kind : uint8_t { set, begin, end, concat, alt, repeat } kind;
-    uint32_t set = 0;  // set: index into the byte sets
+    uint32_t set = 0;           // set: index into the byte sets
     uint32_t min = 0, max = 0;  // repeat
     std::vector<uint32_t> kids;
 };
@@ -184,13 +184,17 @@ class RegexCompiler {
     Status atom(int depth, uint32_t& out) {
         const char c = p_[i_];
         switch (c) {
-            case '(': return group(depth, out);
-            case '[': return byte_class(out);
-            case '\\': return escape(out);
+            case '(':
+                return group(depth, out);
+            case '[':
+                return byte_class(out);
+            case '\\':
+                return escape(out);
             case '*':
             case '+':
             case '?':
-            case '{': return bad(std::string("nothing to repeat before ") + c);
+            case '{':
+                return bad(std::string("nothing to repeat before ") + c);
             case '^':
             case '$':
                 ++i_;
@@ -252,11 +256,21 @@ class RegexCompiler {
                 for (size_t w = 0; w < s.size(); ++w) s[w] |= k[w];
                 return {};
             }
-            case 't': add_byte(s, '\t'); return {};
-            case 'n': add_byte(s, '\n'); return {};
-            case 'v': add_byte(s, '\v'); return {};
-            case 'f': add_byte(s, '\f'); return {};
-            case 'r': add_byte(s, '\r'); return {};
+            case 't':
+                add_byte(s, '\t');
+                return {};
+            case 'n':
+                add_byte(s, '\n');
+                return {};
+            case 'v':
+                add_byte(s, '\v');
+                return {};
+            case 'f':
+                add_byte(s, '\f');
+                return {};
+            case 'r':
+                add_byte(s, '\r');
+                return {};
             case 'x': {
                 const int h = i_ + 1 < p_.size() ? hex_value(p_[i_]) : -1;
                 const int l = h >= 0 ? hex_value(p_[i_ + 1]) : -1;
@@ -266,7 +280,8 @@ class RegexCompiler {
                 return {};
             }
             case '0':
-                if (i_ < p_.size() && is_digit(p_[i_])) return bad("octal escapes are not supported");
+                if (i_ < p_.size() && is_digit(p_[i_]))
+                    return bad("octal escapes are not supported");
                 add_byte(s, 0);
                 return {};
             case 'b':
@@ -346,7 +361,8 @@ class RegexCompiler {
         switch (nd.kind) {
             case Node::Kind::set:
             case Node::Kind::begin:
-            case Node::Kind::end: return 1;
+            case Node::Kind::end:
+                return 1;
             case Node::Kind::concat:
                 for (uint32_t k : nd.kids) total += size(k);
                 return std::min(total, kSaturate);
@@ -373,9 +389,15 @@ class RegexCompiler {
     void emit(uint32_t n) {
         const Node& nd = nodes_[n];
         switch (nd.kind) {
-            case Node::Kind::set: push(Regex::Op::set, nd.set); return;
-            case Node::Kind::begin: push(Regex::Op::begin); return;
-            case Node::Kind::end: push(Regex::Op::end); return;
+            case Node::Kind::set:
+                push(Regex::Op::set, nd.set);
+                return;
+            case Node::Kind::begin:
+                push(Regex::Op::begin);
+                return;
+            case Node::Kind::end:
+                push(Regex::Op::end);
+                return;
             case Node::Kind::concat:
                 for (uint32_t k : nd.kids) emit(k);
                 return;
@@ -393,7 +415,9 @@ class RegexCompiler {
                 for (uint32_t j : jumps) re_.prog_[j].x = here();
                 return;
             }
-            case Node::Kind::repeat: emit_repeat(nd); return;
+            case Node::Kind::repeat:
+                emit_repeat(nd);
+                return;
         }
     }
 
@@ -436,7 +460,9 @@ bool Regex::full_match(std::string_view text) const {
             mark[pc] = stamp;
             const Inst& in = prog_[pc];
             switch (in.op) {
-                case Op::jump: stack.push_back(in.x); break;
+                case Op::jump:
+                    stack.push_back(in.x);
+                    break;
                 case Op::split:
                     stack.push_back(in.y);
                     stack.push_back(in.x);
@@ -448,7 +474,9 @@ bool Regex::full_match(std::string_view text) const {
                     if (pos == text.size()) stack.push_back(pc + 1);
                     break;
                 case Op::set:
-                case Op::match: list.push_back(pc); break;
+                case Op::match:
+                    list.push_back(pc);
+                    break;
             }
         }
     };
@@ -458,7 +486,8 @@ bool Regex::full_match(std::string_view text) const {
         next.clear();
         const auto c = static_cast<unsigned char>(text[pos]);
         for (uint32_t pc : cur) {
-            if (prog_[pc].op == Op::set && has_byte(sets_[prog_[pc].x], c)) add(next, pc + 1, pos + 1);
+            if (prog_[pc].op == Op::set && has_byte(sets_[prog_[pc].x], c))
+                add(next, pc + 1, pos + 1);
         }
         cur.swap(next);
     }

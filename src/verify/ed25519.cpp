@@ -1,7 +1,6 @@
 #include "verify/ed25519.hpp"
 
 #include <sodium.h>
-
 #include <string.h>
 
 #include <cstring>
