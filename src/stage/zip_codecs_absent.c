@@ -35,8 +35,8 @@ static void no_zip_encryption(const char* what) {
     abort();
 }
 
-#define MYR_NETTLE_ABSENT(name) \
-    void name(void) {           \
+#define MYR_NETTLE_ABSENT(name)   \
+    void name(void) {             \
         no_zip_encryption(#name); \
     }
 MYR_NETTLE_ABSENT(nettle_aes128_set_encrypt_key)
