@@ -32,8 +32,9 @@ MYR_REALNET_PKGS=(nginx-light dnsmasq-base)
 # The hygiene gate (scripts/hygiene.py): clang-format 14 for `format`, Universal Ctags for
 # `functions`, PyYAML for the chart's values in `docs`, git for the file list.
 MYR_HYGIENE_PKGS=(clang-format universal-ctags python3-yaml git)
-# tests/bench/idle.sh measures next to tini's static build.
-MYR_BENCH_PKGS=(tini)
+# tests/bench/idle.sh (and through it the budget test, tests/budget) measures next to tini's static
+# build and catatonit.
+MYR_BENCH_PKGS=(tini catatonit)
 # The host-mode tests (tests/host/rootfs.sh, tests/support/systemd_rig.hpp): mmdebstrap builds
 # the Debian rootfs with systemd, systemd-nspawn boots it.
 MYR_HOST_PKGS=(mmdebstrap systemd-container)

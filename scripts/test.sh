@@ -17,7 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 myr_need_pkgs "${MYR_BUILD_PKGS[@]}" "${MYR_TEST_PKGS[@]}" "${MYR_FUZZ_PKGS[@]}" "${MYR_PACKAGING_PKGS[@]}" \
-    "${MYR_HYGIENE_PKGS[@]}" "${MYR_PROMETHEUS_PKGS[@]}" "${MYR_REALNET_PKGS[@]}" || exit 1
+    "${MYR_HYGIENE_PKGS[@]}" "${MYR_PROMETHEUS_PKGS[@]}" "${MYR_REALNET_PKGS[@]}" "${MYR_BENCH_PKGS[@]}" || exit 1
 myr_need_node || exit 1
 
 stages=${MYR_STAGES:-"hygiene static asan fuzz arm64"}
@@ -144,7 +144,7 @@ for stage in $stages; do
             # neither disturbs the other on a 2-core machine.
             run_tests static build/static static-parallel --num-processes "$jobs" --timeout-multiplier 2 \
                 --no-suite timing --no-suite slow --no-suite fuzz --no-suite packaging --no-suite real \
-                --no-suite host
+                --no-suite host --no-suite budget
             run_tests static build/static static-timing --num-processes 1 --timeout-multiplier 2 \
                 --suite timing
             run_tests static build/static static-slow --num-processes 1 --timeout-multiplier 2 \
@@ -160,6 +160,16 @@ for stage in $stages; do
             # The image, the chart and its pod under podman (tests/integration/packaging).
             run_tests static build/static static-packaging --num-processes 1 --timeout-multiplier 2 \
                 --suite packaging
+            # The footprint budgets (tests/budget/budgets.txt): the amd64 release binary as
+            # scripts/release.sh builds it (build/release-amd64, reused between runs), its size and
+            # its idle memory as PID 1, alone on the machine.
+            echo "== static: release build for the budgets (build/release-amd64)" >&2
+            if MYR_ARCHES=amd64 MYR_JOBS=$jobs bash scripts/release.sh >build/release-amd64.log 2>&1; then
+                run_tests static build/static static-budget --num-processes 1 --suite budget
+            else
+                tail -20 build/release-amd64.log
+                logs+=("BUILD-FAILED:static (scripts/release.sh amd64 for the budgets)")
+            fi
             ;;
         asan)
             setup build/asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug || { logs+=("BUILD-FAILED:asan"); continue; }

@@ -1,5 +1,7 @@
 #include "loop/uv_scheduler.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +60,21 @@ class UvTimer final : public Timer {
     std::shared_ptr<std::function<void()>> cb_;
 };
 
+// Idle memory (docs/footprint.md, issue 38). libuv starts its whole pool at the first job (the
+// start's hash of the collector), four threads unless UV_THREADPOOL_SIZE says otherwise, and each
+// keeps its touched stack pages and a malloc arena of its own dirty for the life of PID 1. Two
+// threads are enough: one long job (a hash, a download's commit) and the short ones beside it
+// (a name lookup, a file removal). An operator's UV_THREADPOOL_SIZE wins. libuv reads the variable
+// once, when the pool starts; it is removed again after the first job so that the supervisor and
+// the collector do not inherit it.
+constexpr const char* kPoolSize = "2";
+bool pool_size_ours = false;
+
+void size_pool() {
+    if (std::getenv("UV_THREADPOOL_SIZE") != nullptr) return;
+    pool_size_ours = ::setenv("UV_THREADPOOL_SIZE", kPoolSize, 0) == 0;
+}
+
 struct WorkJob {
     uv_work_t req{};
     std::function<void()> work;
@@ -69,6 +86,12 @@ struct WorkJob {
 UvScheduler::UvScheduler(uv_loop_t* loop) : loop_(loop), idle_(loop) {
     if (!idle_) abort_with("uv_idle_init", idle_.init_error());
     idle_->data = this;
+    size_pool();
+#ifdef __GLIBC__
+    // The pool's threads allocate little (a hash context, a lookup's answer); an arena per thread
+    // would keep its own pages dirty for good. They share the main one instead.
+    ::mallopt(M_ARENA_MAX, 1);
+#endif
 }
 
 UvScheduler::~UvScheduler() = default;
@@ -117,6 +140,10 @@ void UvScheduler::post_work(std::function<void()> work, std::function<void(bool)
         });
     // uv_queue_work fails only for a null work callback, which cannot happen here.
     if (rc != 0) abort_with("uv_queue_work", rc);
+    if (pool_size_ours) {  // the pool has started (uv_queue_work starts it) and read the size
+        ::unsetenv("UV_THREADPOOL_SIZE");
+        pool_size_ours = false;
+    }
 }
 
 }  // namespace myr::loop

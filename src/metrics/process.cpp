@@ -99,14 +99,15 @@ ProcessStats ProcessReader::read() const {
     n = read_small("/proc/self/statm", buf, sizeof buf);
     if (n > 0) {
         // "size resident shared text lib data dt", in pages.
-        double size = 0, resident = 0;
+        // Read as integers: from_chars for double would link libstdc++'s 24 kB float parser.
+        unsigned long long size = 0, resident = 0;
         const char* end = buf + n;
         auto r1 = std::from_chars(buf, end, size);
         if (r1.ec == std::errc() && r1.ptr < end && *r1.ptr == ' ') {
             auto r2 = std::from_chars(r1.ptr + 1, end, resident);
             if (r2.ec == std::errc()) {
-                p.virtual_bytes = size * page_size_;
-                p.resident_bytes = resident * page_size_;
+                p.virtual_bytes = static_cast<double>(size) * page_size_;
+                p.resident_bytes = static_cast<double>(resident) * page_size_;
             }
         }
     }

@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "version/version.hpp"
 
@@ -65,14 +67,20 @@ void append_value(std::string& out, double v) {
         return;
     }
     char buf[32];
-    std::to_chars_result r{};
     // Counters and byte counts print as integers (exact up to 2^53); the rest round-trips.
     if (v == std::trunc(v) && std::fabs(v) < 9.007199254740992e15) {
-        r = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v));
-    } else {
-        r = std::to_chars(buf, buf + sizeof buf, v);
+        out.append(buf, std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v)).ptr);
+        return;
     }
-    out.append(buf, r.ptr);
+    // The fewest of 15, 16, 17 significant digits that read back as the same double (17 always
+    // do). std::to_chars for double would find the shortest too, but links libstdc++'s 125 kB
+    // Ryu tables; printf's float code is in the binary anyway.
+    int len = 0;
+    for (int digits = 15; digits <= 17; ++digits) {
+        len = std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (std::strtod(buf, nullptr) == v) break;
+    }
+    out.append(buf, static_cast<size_t>(len));
 }
 
 Registry::Registry(std::vector<std::string> states) : states_(std::move(states)) {

@@ -8,11 +8,15 @@
 #include <mbedtls/pk.h>
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "core/random.hpp"
@@ -151,6 +155,28 @@ std::string format_date(const mbedtls_x509_time& t) {
     return buf;
 }
 
+// Runs `f` on a thread of its own that ends before this returns: for parsing and freeing the CA
+// bundle. glibc keeps up to seven freed chunks of each small size in the freeing thread's cache
+// (tcache), which no trim touches; done on the loop thread, those chunks pinned about 350 kB of
+// pages all over where the system bundle's certificates lay, dirty for the life of PID 1
+// (docs/footprint.md). A thread's cache goes back to the heap when the thread ends, so the
+// malloc_trim after the free returns whole pages. Without a thread to be had, `f` runs here.
+// The thread starts with every signal blocked, so that none of PID 1's signals is handled there.
+template <class F>
+void on_own_thread(F f) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    try {
+        std::thread t(f);
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        t.join();
+    } catch (const std::system_error&) {
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        f();
+    }
+}
+
 }  // namespace
 
 TlsConfig::TlsConfig() : state_(std::make_unique<State>()) {}
@@ -161,7 +187,8 @@ Result<std::shared_ptr<TlsConfig>> TlsConfig::client(const std::string& ca_file)
     State& s = *cfg->state_;
     s.ca_file = ca_file.empty() ? system_ca_file : ca_file;
     // A bundle may hold certificates mbedTLS cannot parse (ret > 0): the others still count.
-    int ret = mbedtls_x509_crt_parse_file(&s.ca, s.ca_file.c_str());
+    int ret = 0;
+    on_own_thread([&] { ret = mbedtls_x509_crt_parse_file(&s.ca, s.ca_file.c_str()); });
     if (ret < 0) return fail("TLS: load CA file " + s.ca_file + ": " + mbed_error(ret));
     if (s.ca.version == 0) return fail("TLS: load CA file " + s.ca_file + ": no certificate in it");
     ret = mbedtls_ssl_config_defaults(&s.conf, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM,
@@ -222,7 +249,7 @@ struct TlsSession::State {
         TlsConfig::State& c = *config->state_;
         if (c.is_server || config.use_count() != 1 || c.ca.version == 0) return;
         mbedtls_ssl_conf_ca_chain(&c.conf, nullptr, nullptr);
-        mbedtls_x509_crt_free(&c.ca);
+        on_own_thread([&c] { mbedtls_x509_crt_free(&c.ca); });
         mbedtls_x509_crt_init(&c.ca);
         ::malloc_trim(0);  // the certificates lay below the session's buffers: no top to trim
     }

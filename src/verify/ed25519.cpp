@@ -1,6 +1,7 @@
 #include "verify/ed25519.hpp"
 
 #include <sodium.h>
+#include <string.h>
 
 #include <cstring>
 
@@ -44,3 +45,32 @@ Status verify_with_spki(const Bytes& spki, const uint8_t* data, size_t len, cons
 }
 
 }  // namespace myr::verify
+
+// The three helpers of libsodium's utils.o that its Ed25519 verifier calls (open.o: sodium_memcmp;
+// sign.o, for the hash set-up open.o takes from it, and the SHA-512 code: sodium_memzero;
+// ed25519_ref10.o: sodium_is_zero). utils.o also holds the guarded allocator, which pulls in
+// randombytes and core.o (sodium_init), and core.o every runtime-dispatched primitive (Argon2,
+// BLAKE2b, ChaCha20, Salsa20, Poly1305, Curve25519): about 120 kB that nothing here calls, and
+// that section GC cannot drop from Debian's archive. Defined here, the static link resolves them
+// before it reaches libsodium.a, so utils.o and all that stay out (docs/dependencies.md); should a
+// later libsodium need another symbol of utils.o, the link fails loudly with a duplicate
+// definition. Same contracts as libsodium's: comparisons in constant time, zeroing that the
+// compiler may not remove. Against the shared library (the test builds) they take its place.
+void sodium_memzero(void* const pnt, const size_t len) {
+    explicit_bzero(pnt, len);
+}
+
+int sodium_memcmp(const void* const b1_, const void* const b2_, size_t len) {
+    const auto* b1 = static_cast<const volatile unsigned char*>(b1_);
+    const auto* b2 = static_cast<const volatile unsigned char*>(b2_);
+    unsigned d = 0;
+    for (size_t i = 0; i < len; ++i) d |= static_cast<unsigned>(b1[i] ^ b2[i]);
+    return d == 0 ? 0 : -1;
+}
+
+int sodium_is_zero(const unsigned char* n, const size_t nlen) {
+    const volatile unsigned char* p = n;
+    unsigned d = 0;
+    for (size_t i = 0; i < nlen; ++i) d |= p[i];
+    return d == 0 ? 1 : 0;
+}

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <regex>
 
 #include "core/hex.hpp"
+#include "core/regex.hpp"
 #include "verify/certificate.hpp"
 #include "verify/dsse.hpp"
 #include "verify/intoto.hpp"
@@ -31,9 +31,9 @@ Failure step(const char* name, const std::string& why) {
     return fail(Errc::integrity, std::string(name) + ": " + why);
 }
 
-// The identity check, compiled once. std::regex reports bad patterns by throwing; keep that here.
+// The identity check, compiled once (core/regex.hpp: bounded states, linear-time match).
 struct Policy {
-    std::optional<std::regex> re;
+    std::optional<Regex> re;
     static Result<Policy> make(const Identity& id) {
         Policy p;
         if (!id.public_key.empty()) {
@@ -48,21 +48,14 @@ struct Policy {
         }
         if (id.issuer.empty()) return fail("issuer must be given");
         if (!id.subject_regexp.empty()) {
-            try {
-                p.re.emplace(id.subject_regexp, std::regex::ECMAScript);
-            } catch (const std::regex_error& e) {
-                return fail("subjectRegexp does not compile: " + std::string(e.what()));
-            }
+            auto re = Regex::compile(id.subject_regexp);
+            if (!re) return re.fail("subjectRegexp does not compile");
+            p.re.emplace(std::move(*re));
         }
         return p;
     }
     bool matches(const Identity& id, const std::string& san) const {
-        if (!re) return san == id.subject;
-        try {
-            return std::regex_match(san, *re);
-        } catch (const std::regex_error&) {
-            return false;  // e.g. complexity limits: no match
-        }
+        return re ? re->full_match(san) : san == id.subject;
     }
 };
 

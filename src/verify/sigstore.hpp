@@ -22,11 +22,11 @@
 
 namespace myr::verify {
 
-// Who must have signed. Exactly one of `subject` (exact match) and `subject_regexp` (ECMAScript,
-// matched against the whole SAN) is set; `issuer` is compared exactly. `fields` are facts of the
-// certificate's Fulcio extensions that must match too (identity_policy.hpp). `subject` and
-// `fields` are templates until bind_identity() binds them to a version: verify_bundle compares a
-// `{version}` left in them literally. Or, for a bundle signed with a
+// Who must have signed. Exactly one of `subject` (exact match) and `subject_regexp`
+// (core/regex.hpp, matched against the whole SAN) is set; `issuer` is compared exactly. `fields`
+// are facts of the certificate's Fulcio extensions that must match too (identity_policy.hpp).
+// `subject` and `fields` are templates until bind_identity() binds them to a version:
+// verify_bundle compares a `{version}` left in them literally. Or, for a bundle signed with a
 // managed key, `public_key` (DER SubjectPublicKeyInfo) alone: then the bundle must carry a
 // publicKey hint and a signature by that key, and no certificate identity is checked.
 struct Identity {

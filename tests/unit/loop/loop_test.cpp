@@ -2,8 +2,11 @@
 
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -129,6 +132,45 @@ TEST_CASE("loop: post_work runs the job off the loop thread and completes on it"
     CHECK(done_on_loop);
     CHECK(work_thread != loop_thread);
     CHECK(loop.close() == 0);
+}
+
+// Idle memory (docs/footprint.md): two pool threads, not libuv's four, and the size not passed on
+// to the children. In a child process, since libuv starts its pool once per process (and again
+// after a fork): what the parent's earlier cases started does not count there.
+TEST_CASE("loop: the work pool has two threads and leaves UV_THREADPOOL_SIZE unset") {
+    ::unsetenv("UV_THREADPOOL_SIZE");
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    // Threads are counted against the child's own before the pool starts: under qemu-user the
+    // emulator has a thread of its own in /proc/self/task.
+    auto threads = [] {
+        size_t n = 0;
+        for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+            (void)e;
+            ++n;
+        }
+        return n;
+    };
+    if (pid == 0) {
+        int code = 0;
+        const size_t before = threads();
+        {
+            loop::Loop loop;
+            loop::UvScheduler sched(loop.get());
+            bool done = false;
+            sched.post_work([] {}, [&](bool) { done = true; });
+            if (!loop.run_until([&] { return done; }, 5s)) code |= 1;
+            if (std::getenv("UV_THREADPOOL_SIZE") != nullptr) code |= 2;
+            if (threads() != before + 2) code |= 4;  // the pool's two beside the loop's
+        }
+        ::_exit(code);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    CHECK_MESSAGE((WEXITSTATUS(status) & 1) == 0, "the job did not complete");
+    CHECK_MESSAGE((WEXITSTATUS(status) & 2) == 0, "UV_THREADPOOL_SIZE left in the environment");
+    CHECK_MESSAGE((WEXITSTATUS(status) & 4) == 0, "the pool does not have two threads");
 }
 
 TEST_CASE("loop: close() closes handles left open and still ends at zero") {

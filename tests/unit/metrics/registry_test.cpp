@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -135,6 +136,13 @@ TEST_CASE("metrics: values print as Prometheus reads them") {
     CHECK(text(-1) == "-1");
     CHECK(text(0.25) == "0.25");
     CHECK(text(1e300) == "1e+300");
+    CHECK(text(0.1) == "0.1");
+    CHECK(text(1765142400.125) == "1765142400.125");
+    CHECK(text(2.5e-7) == "2.5e-07");
+    // Not shortest in 15 digits: the text must still read back as the same double.
+    for (double v : {1.0 / 3, 0.1 + 0.2, 5e-324, 1.7976931348623157e308, -2.0 / 3}) {
+        CHECK_MESSAGE(std::strtod(text(v).c_str(), nullptr) == v, text(v));
+    }
     CHECK(text(std::numeric_limits<double>::infinity()) == "+Inf");
     CHECK(text(std::numeric_limits<double>::quiet_NaN()) == "NaN");
 }

@@ -3,6 +3,7 @@
 #include "verify/timestamp.hpp"
 
 #include <doctest/doctest.h>
+#include <sodium.h>
 
 #include <algorithm>
 #include <string>
@@ -230,6 +231,22 @@ TEST_CASE("ed25519: keys are RFC 8410 SubjectPublicKeyInfo; signatures verify or
     CHECK_FALSE(is_ed25519_spki(not_ed));
     CHECK(ed25519_verify(not_ed, data, note.size(), sig).error().message() ==
           "not an Ed25519 public key");
+}
+
+// verify/ed25519.cpp defines the three helpers of libsodium's utils.o its verifier calls (so the
+// static link leaves utils.o and the primitives it drags in out); they keep libsodium's results.
+TEST_CASE("ed25519: the libsodium helpers defined here keep libsodium's contracts") {
+    const unsigned char a[4] = {1, 2, 3, 4}, b[4] = {1, 2, 3, 5}, zero[3] = {0, 0, 0};
+    CHECK(sodium_memcmp(a, a, sizeof a) == 0);
+    CHECK(sodium_memcmp(a, b, sizeof a) == -1);
+    CHECK(sodium_memcmp(a, b, 3) == 0);
+    CHECK(sodium_memcmp(a, b, 0) == 0);
+    CHECK(sodium_is_zero(zero, sizeof zero) == 1);
+    CHECK(sodium_is_zero(a, sizeof a) == 0);
+    CHECK(sodium_is_zero(a, 0) == 1);
+    unsigned char buf[5] = {9, 9, 9, 9, 9};
+    sodium_memzero(buf + 1, 3);
+    CHECK((buf[0] == 9 && buf[1] == 0 && buf[2] == 0 && buf[3] == 0 && buf[4] == 9));
 }
 
 TEST_CASE("minTimestamps: the upstream release bundle has two time sources, a SET and a TSA") {
