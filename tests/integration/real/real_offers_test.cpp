@@ -1,0 +1,287 @@
+// Offers sent again, failure classes and the updater's own health, against the real peers (issue
+// 35, item 4; docs/update.md "Failure classes" and "Offers sent again", docs/opamp.md "The
+// updater's own health"): the updater as PID 1 runs the real OpAMP Supervisor and collector, the
+// opamp-go server of tests/real offers a signed release and sends it again on command or on a
+// timer, and decodes the updater's health attributes (ComponentHealth field 7, unknown to its
+// generated code). Requests are counted at the artifact server, Checkings in the updater's log.
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <functional>
+#include <optional>
+
+#include "artifact_server.hpp"
+#include "pid1.hpp"
+#include "real_support.hpp"
+#include "test_signer.hpp"
+#include "tmpfs.hpp"
+
+using namespace myr::test;
+using namespace myr::test::real;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Tweak = std::function<void(UpdaterConfig&)>;
+
+const char* const kChecking = "msg=\"update: state\" state=checking ";
+
+long long ms_since(Clock::time_point t0) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+}
+
+// One container of the real peers with a signed otelcol-2 release: the opamp-go server, the
+// artifact server on a reserved port (so that it can be down and come back at the same URL), and
+// the updater as PID 1 started on otelcol-1 once `start` is called.
+struct Rollout {
+    explicit Rollout(const std::string& tools_dir) : p(tools_dir), server(p.dir, tools_dir, {"--token", p.token}) {
+        good = p.release_archive(tools_dir + "/otelcol-2", "otelcol-2.tar.gz");
+        sig = p.dir / "sigstore";
+        sign_artifacts(sig, {good});
+        bundle = sig + "/signed/otelcol-2.tar.gz.json";
+        hash = wired::sha256_of(good);
+        p.write_peer_configs(server.ws_url());
+    }
+
+    std::string url(const std::string& rest) const {
+        return "http://127.0.0.1:" + std::to_string(artifact_port) + "/artifacts/" + rest;
+    }
+    void start_artifacts() { artifacts.emplace(p.dir / "artifacts", "", "", artifact_port); }
+    size_t requests() const { return artifacts ? artifacts->requests() : 0; }
+
+    // The updater as PID 1 on otelcol-1, settled: the collector healthy and the updater's first
+    // report in.
+    void start(const Tweak& tweak = {}) {
+        p.write_updater(server.ws_url(), "INT", "", [&](UpdaterConfig& c) {
+            c.require_signature = true;
+            c.trusted_root_file = sig + "/trusted_root.json";
+            c.signer_subject = kSignerSubject;
+            c.signer_issuer = kSignerIssuer;
+            c.allowed_download_prefixes = {url("")};
+            c.collector_health_url =
+                "http://127.0.0.1:" + std::to_string(p.collector_health_port) + "/";
+            c.health_timeout = "20s";
+            c.health_interval = "500ms";
+            c.health_successes = 3;
+            c.keep_versions = 2;
+            if (tweak) tweak(c);
+        });
+        u.emplace(p.updater_config());
+        REQUIRE_MESSAGE(p.wait_collector_healthy(), logs());
+        REQUIRE(wait_until([&] { return !server.from("myriarch-updater").empty(); }, 30s, 100ms));
+    }
+
+    // Offers otelcol-2 (at `rest` of the artifact server, or `full_url`) and returns the record
+    // line it was offered at.
+    size_t offer(const std::string& full_url, const std::string& more = "") const {
+        const size_t from = server.all().size();
+        server.offer(p.versions[1], full_url, hash, bundle, more);
+        return from;
+    }
+    UpdaterStatus final_after(size_t from, Millis t = 120s) const {
+        auto st = wait_final(server, p.versions[1], from, t);
+        REQUIRE_MESSAGE(st, "no final status for " << p.versions[1] << "\n" << logs());
+        return *st;
+    }
+
+    std::string logs() const {
+        return "updater log:\n" + (u ? u->log() : "") + "\nserver:\n" + server.err();
+    }
+
+    Peers p;
+    GoServer server;
+    int artifact_port = reserve_port();
+    std::string good, sig, bundle, hash;
+    std::optional<ArtifactServer> artifacts;
+    std::optional<Updater> u;
+};
+
+// The Downloading statuses of `version` that said "retrying: …", from record line `from` on.
+size_t retrying(const GoServer& s, const std::string& version, size_t from) {
+    size_t n = 0;
+    for (const UpdaterStatus& st : updater_statuses(s, version, from)) {
+        if (st.error.rfind("retrying: ", 0) == 0) ++n;
+    }
+    return n;
+}
+
+bool has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+// Skips (named) what suite `real` cannot run here; false when the case must end.
+bool real_peers_here(std::string& tools_dir) {
+    if (!can_run_pid1()) return false;
+    tools_dir = tools();
+    if (tools_dir.empty()) return false;
+    if (std::string why = signer_unavailable(); !why.empty()) {
+        report_skip(why);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "issue 35: an artifact server down past retryFor, then back and the same offer sent again: "
+    "Installed without a restart") {
+    std::string t;
+    if (!real_peers_here(t)) return;
+    Rollout r(t);
+    r.start([](UpdaterConfig& c) { c.retry_for = "10s"; });
+    const pid_t pid1 = r.u->pid();
+
+    // Nothing listens on the artifact port: connection refused, a transient failure retried
+    // until update.retryFor runs out.
+    const std::string url = r.url("otelcol-2.tar.gz");
+    size_t from = r.offer(url);
+    UpdaterStatus st = r.final_after(from, 90s);
+    CHECK(st.status == "PackageStatusEnum_InstallFailed");
+    CHECK_MESSAGE(has(st.error, "(update.retryFor is 10s)"), st.error);
+    CHECK(retrying(r.server, r.p.versions[1], from) > 0);
+    CHECK(current_of(r.p.install) == "versions/" + r.p.versions[0]);
+
+    // The server comes back at the same URL and the fleet server sends the same offer again.
+    r.start_artifacts();
+    from = r.offer(url);
+    const auto t0 = Clock::now();
+    st = r.final_after(from, 90s);
+    CHECK_MESSAGE(st.status == "PackageStatusEnum_Installed", st.error << "\n" << r.logs());
+    MESSAGE("sent again to Installed: " << ms_since(t0) << " ms (the backoff step included)");
+    CHECK(r.requests() >= 1);
+    CHECK(current_of(r.p.install) == "versions/" + r.p.versions[1]);
+    CHECK(wait_until([&] { return supervisor_reported(r.server, r.p.versions[1], from); }, 30s,
+                     100ms));
+    // The same PID 1 all along: no pod restart was needed.
+    CHECK(r.u->pid() == pid1);
+    CHECK_FALSE(r.u->wait(0ms).has_value());
+    CHECK(r.u->stop(60s) == 0);
+}
+
+TEST_CASE(
+    "issue 35: a deterministic failure sent again is quarantined with 0 requests; forget, then "
+    "the same offer: Installed") {
+    std::string t;
+    if (!real_peers_here(t)) return;
+    Rollout r(t);
+    // The first answer for this URL is another build's archive (a hash mismatch: deterministic);
+    // from the second request on the artifact server serves the signed release (`change=2`).
+    const std::string dir = r.p.dir / "artifacts";
+    REQUIRE(run({"cp", t + "/otelcol-1", dir + "/otelcol-q.tar.gz"}).exit_code == 0);
+    REQUIRE(run({"cp", r.good, dir + "/otelcol-q.tar.gz.v2"}).exit_code == 0);
+    r.start_artifacts();
+    r.start([](UpdaterConfig& c) { c.quarantine_for = "1h"; });
+    const std::string url = r.url("otelcol-q.tar.gz?change=2");
+
+    size_t from = r.offer(url);
+    UpdaterStatus st = r.final_after(from);
+    CHECK(st.status == "PackageStatusEnum_InstallFailed");
+    CHECK_MESSAGE(has(st.error, "content hash mismatch"), st.error);
+    const size_t requests = r.requests();
+    CHECK(requests == 1);
+    CHECK(wait_until(
+        [&] { return has(read_file(r.p.state + "/last-attempt.json"), "deterministic"); }, 10s,
+        50ms));
+
+    // Sent again: answered from the quarantine, no request to the artifact server.
+    from = r.offer(url);
+    st = r.final_after(from, 60s);
+    CHECK(st.status == "PackageStatusEnum_InstallFailed");
+    CHECK_MESSAGE(st.error.rfind("quarantined: content hash mismatch", 0) == 0, st.error);
+    CHECK(r.requests() == requests);
+
+    // forget lifts it while PID 1 runs; the same offer sent again then installs.
+    RunResult f = run({updater_bin(), "forget", "--config", r.p.updater_config()});
+    CHECK_MESSAGE(f.exit_code == 0, f.err);
+    CHECK_MESSAGE(has(f.out, "lifted the quarantine of " + r.p.versions[1]), f.out);
+    from = r.offer(url);
+    st = r.final_after(from, 90s);
+    CHECK_MESSAGE(st.status == "PackageStatusEnum_Installed", st.error << "\n" << r.logs());
+    CHECK(r.requests() == requests + 1);
+    CHECK(current_of(r.p.install) == "versions/" + r.p.versions[1]);
+    CHECK(r.u->stop(60s) == 0);
+}
+
+TEST_CASE("issue 35: a plaintext download through a proxy is refused: InstallFailed within 5 s, "
+          "0 retries, no connection made") {
+    std::string t;
+    if (!real_peers_here(t)) return;
+    Rollout r(t);
+    // The proxy: a loopback listener that is never accepted from; a connection to it would wait in
+    // its backlog, where the end of the case looks.
+    const int proxy = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    REQUIRE(proxy >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    REQUIRE(::bind(proxy, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(proxy, 16) == 0);
+    REQUIRE(::getsockname(proxy, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    // 10.255.255.1 is never reached: the transport rule refuses plaintext before any connect.
+    const std::string url = "http://10.255.255.1/otelcol-2.tar.gz";
+    r.start([&](UpdaterConfig& c) {
+        c.proxy_url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+        c.no_proxy = {"127.0.0.1"};
+        c.allowed_download_prefixes.push_back("http://10.255.255.1/");
+        c.retry_for = "1m";
+    });
+
+    const auto t0 = Clock::now();
+    const size_t from = r.offer(url);
+    UpdaterStatus st = r.final_after(from, 30s);
+    const long long took = ms_since(t0);
+    CHECK(st.status == "PackageStatusEnum_InstallFailed");
+    CHECK_MESSAGE(has(st.error, "refusing a plaintext connection"), st.error);
+    MESSAGE("offer to InstallFailed (plaintext through a proxy): " << took << " ms; " << st.error);
+    CHECK(took < 5000);
+    CHECK(retrying(r.server, r.p.versions[1], from) == 0);
+    CHECK_MESSAGE(r.u->log_has("class=refused"), r.logs());
+    CHECK(r.u->count(kChecking) == 1);
+    sockaddr_storage peer{};
+    socklen_t plen = sizeof peer;
+    const int c = ::accept(proxy, reinterpret_cast<sockaddr*>(&peer), &plen);
+    CHECK_MESSAGE((c < 0 && errno == EAGAIN), "the proxy got a connection");
+    if (c >= 0) ::close(c);
+    ::close(proxy);
+    CHECK(current_of(r.p.install) == "versions/" + r.p.versions[0]);
+    CHECK(r.u->stop(60s) == 0);
+}
+
+TEST_CASE("issue 35: a volume too small for the release: InstallFailed within 5 s, 0 retries, 0 "
+          "requests") {
+    std::string t;
+    if (!real_peers_here(t)) return;
+    if (::geteuid() != 0) MYR_SKIP("mounting a tmpfs needs root");
+    Rollout r(t);
+    // Room for the seeded collector and half of it again: the new binary, estimated by the active
+    // one's size, cannot fit.
+    struct stat seed {};
+    REQUIRE(::stat(r.p.seed.c_str(), &seed) == 0);
+    Tmpfs volume(r.p.install, std::to_string(seed.st_size + seed.st_size / 2));
+    if (!volume.mounted) MYR_SKIP("cannot mount a tmpfs");
+    r.start_artifacts();
+    r.start([](UpdaterConfig& c) { c.retry_for = "1m"; });
+
+    const auto t0 = Clock::now();
+    const size_t from = r.offer(r.url("otelcol-2.tar.gz"));
+    UpdaterStatus st = r.final_after(from, 30s);
+    const long long took = ms_since(t0);
+    CHECK(st.status == "PackageStatusEnum_InstallFailed");
+    CHECK_MESSAGE(has(st.error, "not enough space on " + r.p.install), st.error);
+    MESSAGE("offer to InstallFailed (volume too small): " << took << " ms; " << st.error);
+    CHECK(took < 5000);
+    CHECK(retrying(r.server, r.p.versions[1], from) == 0);
+    CHECK(r.requests() == 0);
+    CHECK_MESSAGE(r.u->log_has("class=refused"), r.logs());
+    CHECK(current_of(r.p.install) == "versions/" + r.p.versions[0]);
+    CHECK(r.u->stop(60s) == 0);
+}
