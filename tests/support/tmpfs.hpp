@@ -1,5 +1,6 @@
-// A small volume for a test: a tmpfs of a given size mounted over a directory (root only), unmounted
-// lazily at the end of the case. A process started after the mount (the updater behind `unshare
+// A small volume for a test: a tmpfs of a given size mounted over a directory (root only),
+// unmounted lazily at the end of the case. A process started after the mount (the updater behind
+// `unshare
 // --mount-proc`, whose mount namespace is a copy) sees it too.
 #pragma once
 

@@ -41,7 +41,8 @@ long long ms_since(Clock::time_point t0) {
 // artifact server on a reserved port (so that it can be down and come back at the same URL), and
 // the updater as PID 1 started on otelcol-1 once `start` is called.
 struct Rollout {
-    explicit Rollout(const std::string& tools_dir) : p(tools_dir), server(p.dir, tools_dir, {"--token", p.token}) {
+    explicit Rollout(const std::string& tools_dir)
+        : p(tools_dir), server(p.dir, tools_dir, {"--token", p.token}) {
         good = p.release_archive(tools_dir + "/otelcol-2", "otelcol-2.tar.gz");
         sig = p.dir / "sigstore";
         sign_artifacts(sig, {good});
@@ -210,8 +211,9 @@ TEST_CASE(
     CHECK(r.u->stop(60s) == 0);
 }
 
-TEST_CASE("issue 35: a plaintext download through a proxy is refused: InstallFailed within 5 s, "
-          "0 retries, no connection made") {
+TEST_CASE(
+    "issue 35: a plaintext download through a proxy is refused: InstallFailed within 5 s, "
+    "0 retries, no connection made") {
     std::string t;
     if (!real_peers_here(t)) return;
     Rollout r(t);
@@ -256,8 +258,9 @@ TEST_CASE("issue 35: a plaintext download through a proxy is refused: InstallFai
     CHECK(r.u->stop(60s) == 0);
 }
 
-TEST_CASE("issue 35: a volume too small for the release: InstallFailed within 5 s, 0 retries, 0 "
-          "requests") {
+TEST_CASE(
+    "issue 35: a volume too small for the release: InstallFailed within 5 s, 0 retries, 0 "
+    "requests") {
     std::string t;
     if (!real_peers_here(t)) return;
     if (::geteuid() != 0) MYR_SKIP("mounting a tmpfs needs root");
@@ -283,5 +286,121 @@ TEST_CASE("issue 35: a volume too small for the release: InstallFailed within 5 
     CHECK(r.requests() == 0);
     CHECK_MESSAGE(r.u->log_has("class=refused"), r.logs());
     CHECK(current_of(r.p.install) == "versions/" + r.p.versions[0]);
+    CHECK(r.u->stop(60s) == 0);
+}
+
+namespace {
+
+// The first of the updater's health attribute maps from record line `from` on for which `match`
+// holds, waited for.
+std::optional<std::map<std::string, std::string>> wait_health(
+    const GoServer& s, size_t from,
+    const std::function<bool(std::map<std::string, std::string>&)>& match, Millis t) {
+    std::optional<std::map<std::string, std::string>> found;
+    wait_until(
+        [&] {
+            for (auto& m : updater_health(s, from)) {
+                if (match(m)) {
+                    found = m;
+                    return true;
+                }
+            }
+            return false;
+        },
+        t, 100ms);
+    return found;
+}
+
+std::string at(const std::map<std::string, std::string>& m, const std::string& key) {
+    auto it = m.find("myriarch.update." + key);
+    return it == m.end() ? "" : it->second;
+}
+
+// An RFC 3339 UTC time as the updater writes it: 2026-12-07T10:10:00Z.
+bool rfc3339(const std::string& s) {
+    return s.size() >= 20 && s[4] == '-' && s[10] == 'T' && s.back() == 'Z';
+}
+
+// The trial of otelcol-2 as opamp-go decoded it: state trial, both versions, until when.
+std::map<std::string, std::string> on_trial(const Rollout& r, size_t from) {
+    auto m = wait_health(
+        r.server, from, [](auto& a) { return at(a, "state") == "trial"; }, 60s);
+    REQUIRE_MESSAGE(m, "no health report with state trial\n" << r.logs());
+    CHECK(at(*m, "target_version") == r.p.versions[1]);
+    CHECK(at(*m, "previous_version") == r.p.versions[0]);
+    CHECK_MESSAGE(rfc3339(at(*m, "trial_until")), at(*m, "trial_until"));
+    return *m;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "issue 35: the trial's attributes decoded by opamp-go: installed on trial, trial passed") {
+    std::string t;
+    if (!real_peers_here(t)) return;
+    Rollout r(t);
+    r.start_artifacts();
+    r.start([](UpdaterConfig& c) { c.trial_period = "6s"; });
+
+    const size_t from = r.offer(r.url("otelcol-2.tar.gz"));
+    UpdaterStatus st = r.final_after(from);
+    CHECK_MESSAGE(st.status == "PackageStatusEnum_Installed", st.error << "\n" << r.logs());
+    on_trial(r, from);
+    // The trial passed: the state leaves trial and trial_until is gone; the install is final.
+    auto after = wait_health(
+        r.server, from, [](auto& a) { return at(a, "state") == "idle"; }, 60s);
+    REQUIRE_MESSAGE(after, "no health report after the trial\n" << r.logs());
+    CHECK(at(*after, "trial_until").empty());
+    CHECK(at(*after, "last_error").empty());
+    CHECK(current_of(r.p.install) == "versions/" + r.p.versions[1]);
+    CHECK(r.u->stop(60s) == 0);
+}
+
+TEST_CASE(
+    "issue 35: the trial's attributes decoded by opamp-go: a rollback after commit (the "
+    "supervisor killed during the trial)") {
+    std::string t;
+    if (!real_peers_here(t)) return;
+    Rollout r(t);
+    r.start_artifacts();
+    r.start([](UpdaterConfig& c) {
+        c.trial_period = "2m";
+        c.trial_max_restarts = 1;
+    });
+
+    const size_t from = r.offer(r.url("otelcol-2.tar.gz"));
+    UpdaterStatus st = r.final_after(from);
+    CHECK_MESSAGE(st.status == "PackageStatusEnum_Installed", st.error << "\n" << r.logs());
+    on_trial(r, from);
+    // The new version passed its health check; now its supervisor dies during the trial, as a
+    // collector that crashes at its first scrape would take it down (the real builds have no such
+    // mode, so the test kills it: what the trial watches is the supervisor's unexpected end).
+    const pid_t sup = find_descendant(r.u->pid(), r.p.supervisor_bin());
+    REQUIRE(sup > 0);
+    REQUIRE(::kill(sup, SIGKILL) == 0);
+
+    std::optional<UpdaterStatus> failed;
+    REQUIRE_MESSAGE(wait_until(
+                        [&] {
+                            for (auto& s : updater_statuses(r.server, r.p.versions[1], from)) {
+                                if (s.status == "PackageStatusEnum_InstallFailed") failed = s;
+                            }
+                            return failed.has_value();
+                        },
+                        90s, 100ms),
+                    r.logs());
+    CHECK_MESSAGE(failed->error.rfind("rolled back after commit: ", 0) == 0, failed->error);
+    CHECK(failed->has == r.p.versions[0]);
+    auto after = wait_health(
+        r.server, from,
+        [](auto& a) {
+            return at(a, "state") == "idle" && has(at(a, "last_error"), "rolled back after commit");
+        },
+        60s);
+    REQUIRE_MESSAGE(after, "no health report after the rollback\n" << r.logs());
+    CHECK(at(*after, "trial_until").empty());
+    CHECK(current_of(r.p.install) == "versions/" + r.p.versions[0]);
+    CHECK(wait_until([&] { return supervisor_reported(r.server, r.p.versions[0], from); }, 30s,
+                     100ms));
     CHECK(r.u->stop(60s) == 0);
 }
