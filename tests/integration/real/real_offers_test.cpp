@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <functional>
@@ -141,19 +142,29 @@ TEST_CASE(
     const pid_t pid1 = r.u->pid();
 
     // Nothing listens on the artifact port: connection refused, a transient failure retried
-    // until update.retryFor runs out.
+    // until update.retryFor runs out. (When the downloader's own tries of the first fetch outlast
+    // the budget, as on a loaded machine, no outer retry is made and the message has no "gave up
+    // after" clause: so the case checks the time and the class, not that clause.)
     const std::string url = r.url("otelcol-2.tar.gz");
+    auto t0 = Clock::now();
     size_t from = r.offer(url);
     UpdaterStatus st = r.final_after(from, 90s);
+    const long long down_ms = ms_since(t0);
     CHECK(st.status == "PackageStatusEnum_InstallFailed");
-    CHECK_MESSAGE(has(st.error, "(update.retryFor is 10s)"), st.error);
-    CHECK(retrying(r.server, r.p.versions[1], from) > 0);
+    CHECK_MESSAGE(has(st.error, "connection refused"), st.error);
+    CHECK(down_ms >= 10000);
+    CHECK(wait_until(
+        [&] { return has(read_file(r.p.state + "/last-attempt.json"), "\"class\":\"transient\""); },
+        10s, 50ms));
+    MESSAGE("down: InstallFailed after " << down_ms << " ms, "
+                                         << retrying(r.server, r.p.versions[1], from)
+                                         << " retrying statuses: " << st.error);
     CHECK(current_of(r.p.install) == "versions/" + r.p.versions[0]);
 
     // The server comes back at the same URL and the fleet server sends the same offer again.
     r.start_artifacts();
     from = r.offer(url);
-    const auto t0 = Clock::now();
+    t0 = Clock::now();
     st = r.final_after(from, 90s);
     CHECK_MESSAGE(st.status == "PackageStatusEnum_Installed", st.error << "\n" << r.logs());
     MESSAGE("sent again to Installed: " << ms_since(t0) << " ms (the backoff step included)");
@@ -403,4 +414,61 @@ TEST_CASE(
     CHECK(wait_until([&] { return supervisor_reported(r.server, r.p.versions[0], from); }, 30s,
                      100ms));
     CHECK(r.u->stop(60s) == 0);
+}
+
+TEST_CASE(
+    "issue 35: a server that resends the failed offer every second for 2 minutes: at most one "
+    "Checking per backoff step") {
+    std::string t;
+    if (!real_peers_here(t)) return;
+    Rollout r(t);
+    r.start_artifacts();
+    r.start();
+    const int checkings_before = r.u->count(kChecking);
+
+    // A 404 (refused: ended at once, one request per Checking); the opamp-go server sends the
+    // same offer at once and then every second for 120 s.
+    const double sent_at =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const size_t from =
+        r.offer(r.url("missing.tar.gz"), ",\"repeat_every_ms\":1000,\"repeat_for_ms\":120000");
+    UpdaterStatus st = r.final_after(from, 30s);
+    CHECK(st.status == "PackageStatusEnum_InstallFailed");
+    CHECK_MESSAGE(has(st.error, "HTTP 404"), st.error);
+    // The resends end (the server's last one is recorded at about 120 s).
+    REQUIRE(wait_until(
+        [&] {
+            auto resends = r.server.events("resend");
+            return !resends.empty() && opamp::num(resends.back().get(), "n") >= 119;
+        },
+        150s, 500ms));
+    const size_t resends = r.server.events("resend").size();
+    // A resend held back at the end of the window would be checked when its step ends; the stop
+    // drops it, so the counts below are final.
+    REQUIRE(r.u->stop(60s) == 0);
+
+    const std::vector<double> times = r.artifacts->request_times();
+    const int checkings = r.u->count(kChecking) - checkings_before;
+    // Each Checking made exactly one request (a 404 is not retried), so the request times are the
+    // Checkings' times.
+    CHECK(static_cast<size_t>(checkings) == times.size());
+    // After the k-th failure the next Checking waits at least half of 5 s * 2^(k-1) (the jitter
+    // scales a step by 0.5 to 1): within 120 s that is at most 6 Checkings (2.5 + 5 + 10 + 20 + 40
+    // s), and at least 5 (5 + 10 + 20 + 40 s).
+    std::string gaps;
+    for (size_t i = 1; i < times.size(); ++i) {
+        const double gap = times[i] - times[i - 1];
+        const double step = 5.0 * static_cast<double>(1 << std::min<size_t>(i - 1, 6));
+        gaps += std::to_string(gap).substr(0, 5) + " s ";
+        CHECK_MESSAGE(gap >= 0.5 * std::min(step, 300.0),
+                      "request " << i + 1 << " " << gap << " s after the one before");
+    }
+    size_t in_window = 0;
+    for (double at_time : times) in_window += at_time <= sent_at + 120.0 ? 1 : 0;
+    MESSAGE("120 s of resends every second (" << resends << " resends): " << checkings
+                                              << " Checkings, " << times.size()
+                                              << " requests, gaps " << gaps);
+    CHECK(in_window >= 5);
+    CHECK(in_window <= 6);
+    CHECK(r.u->log_has("update: a failed offer sent again; it is checked again after the backoff"));
 }
