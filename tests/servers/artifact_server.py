@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An artifact server for the downloader's tests and benchmark (http, or https with a test CA).
 
-    artifact_server.py --dir D --port-file F [--tls-cert C --tls-key K] [--chunk BYTES]
+    artifact_server.py --dir D --port-file F [--port P] [--tls-cert C --tls-key K] [--chunk BYTES]
 
 GET /<anything>/<name>?<options> serves the file D/<name>. Each distinct path+query counts its
 own requests (1-based), so one URL scripts a whole sequence of answers. Options, joined with '&':
@@ -28,7 +28,8 @@ own requests (1-based), so one URL scripts a whole sequence of answers. Options,
 
 --stats FILE is rewritten (atomically) after every request with the same JSON as GET /_stats, for
 https servers whose stats a plain client cannot ask for. GET /_stats answers JSON: {"bytes": body bytes sent, "requests": [{"path", "range", "if_range",
-"authorization", "host", "t": the wall-clock time it arrived, seconds since the epoch}, ...]}. The chosen port is written to the port file once listening.
+"authorization", "host", "t": the wall-clock time it arrived, seconds since the epoch}, ...]}. The chosen port is written to the port file once listening. --port binds that port
+(a test's reserve_port(), for a server stopped and started again at the same URL) instead of any.
 """
 import argparse
 import hashlib
@@ -231,12 +232,13 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--dir", required=True)
     p.add_argument("--port-file", required=True)
+    p.add_argument("--port", type=int, default=0)
     p.add_argument("--tls-cert")
     p.add_argument("--tls-key")
     p.add_argument("--stats")
     p.add_argument("--chunk", type=int, default=64 << 10)
     ARGS = p.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
     if ARGS.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <optional>
 #include <regex>
 #include <string>
@@ -18,10 +19,13 @@ using namespace std::chrono_literals;
 
 class ArtifactServer {
   public:
-    // https when a certificate and key are given.
+    // https when a certificate and key are given. `port` 0 binds any; a reserve_port() makes the
+    // same URL serve again after a stop (a server that was down and came back).
     explicit ArtifactServer(const std::string& dir, const std::string& tls_cert = "",
-                            const std::string& tls_key = "")
+                            const std::string& tls_key = "", int port = 0)
         : dir_(dir) {
+        // A port file left by an earlier server on this directory must not pass for this one.
+        std::remove((dir + "/port").c_str());
         std::vector<std::string> argv = {
             "python3",     source_dir() + "/tests/servers/artifact_server.py",
             "--dir",       dir,
@@ -29,6 +33,7 @@ class ArtifactServer {
             "--stats",     dir + "/stats.json"};
         if (!tls_cert.empty())
             argv.insert(argv.end(), {"--tls-cert", tls_cert, "--tls-key", tls_key});
+        if (port != 0) argv.insert(argv.end(), {"--port", std::to_string(port)});
         proc_.emplace(Process::spawn(argv));
         REQUIRE(wait_until([&] { return exists(dir + "/port"); }, 10s));
         port_ = std::stoi(read_file(dir + "/port"));

@@ -79,13 +79,14 @@ class GoServer {
     std::vector<Json> all() const { return opamp::read_lines(record_); }
     std::vector<Json> events(const std::string& e) const { return opamp::events_of(all(), e); }
     // Has the server offer the updater the TopLevel package `otelcol-contrib` at `version`: one
-    // JSON line in its --commands file (tests/real/opampserver/main.go).
+    // JSON line in its --commands file (tests/real/opampserver/main.go). The same call again sends
+    // the same offer again; `more` adds fields to the line (`,"repeat_every_ms":1000,...`).
     void offer(const std::string& version, const std::string& url, const std::string& sha256_hex,
-               const std::string& bundle_file) const {
+               const std::string& bundle_file, const std::string& more = "") const {
         std::ofstream(commands_, std::ios::app)
             << "{\"to\":\"myriarch-updater\",\"name\":\"otelcol-contrib\",\"version\":\"" << version
             << "\",\"url\":\"" << url << "\",\"hash\":\"" << sha256_hex
-            << "\",\"signature_file\":\"" << bundle_file << "\"}\n";
+            << "\",\"signature_file\":\"" << bundle_file << "\"" << more << "}\n";
     }
     // The AgentToServer messages whose agent described itself with identifying service.name
     // `service` (on that connection, earlier or in this message).
@@ -165,6 +166,23 @@ inline std::string updater_attribute(const GoServer& s, const std::string& key) 
         }
     }
     return v;
+}
+
+// The updater's own health attributes (its component_health_map entry's field 7) as opamp-go's
+// server decoded them, one map per report that carried them, from record line `from` on.
+inline std::vector<std::map<std::string, std::string>> updater_health(const GoServer& s,
+                                                                      size_t from = 0) {
+    std::vector<std::map<std::string, std::string>> out;
+    auto all = s.all();
+    for (size_t i = from; i < all.size(); ++i) {
+        json_object* a = opamp::get(all[i].get(), "updater_attributes");
+        if (a == nullptr) continue;
+        std::map<std::string, std::string>& m = out.emplace_back();
+        json_object_object_foreach(a, k, v) {
+            m[k] = json_object_get_string(v);
+        }
+    }
+    return out;
 }
 
 // A release as an operator's CI would publish it: dir/artifacts/<name>, a tar.gz whose one member

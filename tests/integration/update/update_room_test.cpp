@@ -12,29 +12,13 @@
 #include <optional>
 #include <string>
 
+#include "tmpfs.hpp"
 #include "update_rig.hpp"
 
 using namespace myr::test;
 using namespace myr::test::upd;
 
 namespace {
-
-// A tmpfs of `size` over `at`, unmounted (lazily) at the end of the case.
-struct Tmpfs {
-    Tmpfs(std::string where, const std::string& size) : at(std::move(where)) {
-        mounted = run({"mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", at}).exit_code == 0;
-    }
-    ~Tmpfs() {
-        if (mounted) run({"umount", "-l", at});
-    }
-    Tmpfs(const Tmpfs&) = delete;
-    Tmpfs& operator=(const Tmpfs&) = delete;
-    bool resize(const std::string& size) const {
-        return run({"mount", "-o", "remount,size=" + size, at}).exit_code == 0;
-    }
-    std::string at;
-    bool mounted = false;
-};
 
 // A rig whose install directory (or stateDir) is a tmpfs of `size` (or of the size `size_of` the
 // seed's bytes gives: the stand-in collector is three times larger in a static build), started on

@@ -9,7 +9,16 @@
 // is polled; each new line is a JSON offer {"to": service.name or "", "name", "version", "url",
 // "hash" (hex), "signature_file", "type": "top"|"addon"} that is sent at once to the matching
 // live connections and again in the reply to any of their reports that does not yet carry its
-// all_packages_hash.
+// all_packages_hash. The same line appended again sends the offer again (a server retrying a
+// failed rollout); with "repeat_every_ms" and "repeat_for_ms" it is sent again on that period for
+// that long (at least 100 ms apart, for at most 10 minutes: bounded in count and time), each send
+// recorded as a "resend" event.
+//
+// The updater's own health entry (component_health_map["myriarch-updater"]) carries its
+// attributes in ComponentHealth field 7 (opamp-spec PR #334), which opamp-go v0.23.0's generated
+// code predates: protojson drops it, so the entry's unknown bytes are decoded here with protowire
+// and recorded as "updater_attributes" (other entries' as "health_attributes"), so that a test
+// sees what opamp-go itself received.
 package main
 
 import (
@@ -33,6 +42,7 @@ import (
 	"github.com/open-telemetry/opamp-go/server"
 	"github.com/open-telemetry/opamp-go/server/types"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 type offer struct {
@@ -43,6 +53,8 @@ type offer struct {
 	Hash          string `json:"hash"`
 	SignatureFile string `json:"signature_file"`
 	Type          string `json:"type"`
+	RepeatEveryMs int64  `json:"repeat_every_ms"`
+	RepeatForMs   int64  `json:"repeat_for_ms"`
 	msg           *protobufs.PackagesAvailable
 }
 
@@ -76,7 +88,112 @@ func attrs(kv []*protobufs.KeyValue) map[string]string {
 	return out
 }
 
+// The bounds of a repeated offer: a command cannot make the server flood an agent or outlive a
+// test by much.
+const (
+	minRepeatEvery = 100 * time.Millisecond
+	maxRepeatFor   = 10 * time.Minute
+)
+
+// unknownAttributes decodes field 7 (repeated KeyValue) of a ComponentHealth's unknown bytes: key
+// = KeyValue field 1, value = the string_value (field 1) of the AnyValue in KeyValue field 2. A
+// malformed field ends the decoding with what was read so far and the error.
+func unknownAttributes(b []byte) (map[string]string, error) {
+	out := map[string]string{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return out, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num != 7 || typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return out, protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		kv, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return out, protowire.ParseError(n)
+		}
+		b = b[n:]
+		key, anyValue, err := stringFields(kv, 1, 2)
+		if err != nil {
+			return out, err
+		}
+		value, _, err := stringFields([]byte(anyValue), 1, 0)
+		if err != nil {
+			return out, err
+		}
+		out[key] = value
+	}
+	return out, nil
+}
+
+// stringFields returns the length-delimited fields a and b of a message (the last of each), skipping
+// every other field.
+func stringFields(m []byte, a, b protowire.Number) (string, string, error) {
+	var va, vb string
+	for len(m) > 0 {
+		num, typ, n := protowire.ConsumeTag(m)
+		if n < 0 {
+			return va, vb, protowire.ParseError(n)
+		}
+		m = m[n:]
+		if typ == protowire.BytesType && (num == a || num == b) {
+			v, n := protowire.ConsumeBytes(m)
+			if n < 0 {
+				return va, vb, protowire.ParseError(n)
+			}
+			m = m[n:]
+			if num == a {
+				va = string(v)
+			} else {
+				vb = string(v)
+			}
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, m); n < 0 {
+			return va, vb, protowire.ParseError(n)
+		}
+		m = m[n:]
+	}
+	return va, vb, nil
+}
+
+// recordHealthAttributes adds each health entry's field-7 attributes to a record line.
+func recordHealthAttributes(fields map[string]any, h *protobufs.ComponentHealth) {
+	others := map[string]any{}
+	for name, entry := range h.GetComponentHealthMap() {
+		unknown := entry.ProtoReflect().GetUnknown()
+		if len(unknown) == 0 {
+			continue
+		}
+		attrs, err := unknownAttributes(unknown)
+		if err != nil {
+			fields["health_attributes_error"] = name + ": " + err.Error()
+		}
+		if name == "myriarch-updater" {
+			fields["updater_attributes"] = attrs
+		} else {
+			others[name] = attrs
+		}
+	}
+	if len(others) > 0 {
+		fields["health_attributes"] = others
+	}
+}
+
 func (o *offer) build() error {
+	if o.RepeatForMs > 0 || o.RepeatEveryMs > 0 {
+		every := time.Duration(o.RepeatEveryMs) * time.Millisecond
+		total := time.Duration(o.RepeatForMs) * time.Millisecond
+		if every < minRepeatEvery || total <= 0 || total > maxRepeatFor {
+			return fmt.Errorf("repeat_every_ms %d, repeat_for_ms %d: every must be at least %v, for in (0, %v]",
+				o.RepeatEveryMs, o.RepeatForMs, minRepeatEvery, maxRepeatFor)
+		}
+	}
 	hash, err := hex.DecodeString(o.Hash)
 	if err != nil {
 		return fmt.Errorf("hash %q: %w", o.Hash, err)
@@ -131,6 +248,7 @@ func (s *state) onMessage(p *peer, m *protobufs.AgentToServer) *protobufs.Server
 		fields["identifying"] = id
 		fields["non_identifying"] = attrs(d.NonIdentifyingAttributes)
 	}
+	recordHealthAttributes(fields, m.Health)
 	// Default values too: PackageStatusEnum_Installed is 0, which plain Marshal leaves out.
 	if raw, err := (protojson.MarshalOptions{EmitDefaultValues: true}).Marshal(m); err == nil {
 		fields["msg"] = json.RawMessage(raw)
@@ -179,6 +297,41 @@ func (s *state) onConnecting(r *http.Request, token string) types.ConnectionResp
 	}}
 }
 
+// send sends an offer to the matching live connections; the caller holds s.mu.
+func (s *state) send(o *offer) int {
+	sent := 0
+	for _, p := range s.peers {
+		if o.To == "" || o.To == p.service {
+			msg := &protobufs.ServerToAgent{InstanceUid: p.uid, PackagesAvailable: o.msg}
+			if err := p.conn.Send(context.Background(), msg); err != nil {
+				s.write(map[string]any{"event": "send_failed", "conn": p.id, "error": err.Error()})
+			} else {
+				sent++
+			}
+		}
+	}
+	return sent
+}
+
+// repeat sends an offer again every RepeatEveryMs until RepeatForMs has passed (bounds checked in
+// build), as a server would that resends a failed offer on a timer.
+func (s *state) repeat(o *offer) {
+	every := time.Duration(o.RepeatEveryMs) * time.Millisecond
+	end := time.Now().Add(time.Duration(o.RepeatForMs) * time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for n := 1; ; n++ {
+		now := <-tick.C
+		if now.After(end) {
+			return
+		}
+		s.mu.Lock()
+		sent := s.send(o)
+		s.write(map[string]any{"event": "resend", "n": n, "version": o.Version, "peers": sent})
+		s.mu.Unlock()
+	}
+}
+
 // pollCommands reads new offer lines from path every 100 ms; a bad line is recorded, not fatal.
 func (s *state) pollCommands(path string) {
 	var done int64
@@ -206,13 +359,9 @@ func (s *state) pollCommands(path string) {
 			} else {
 				s.offers = append(s.offers, o)
 				s.write(map[string]any{"event": "offer", "to": o.To, "name": o.Name, "version": o.Version})
-				for _, p := range s.peers {
-					if o.To == "" || o.To == p.service {
-						msg := &protobufs.ServerToAgent{InstanceUid: p.uid, PackagesAvailable: o.msg}
-						if err := p.conn.Send(context.Background(), msg); err != nil {
-							s.write(map[string]any{"event": "send_failed", "conn": p.id, "error": err.Error()})
-						}
-					}
+				s.send(o)
+				if o.RepeatForMs > 0 {
+					go s.repeat(o)
 				}
 			}
 			s.mu.Unlock()
