@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <future>
 #include <memory>
 #include <string>
@@ -34,6 +35,14 @@ inline Probes fixed(bool live, bool ready) {
                   },
                   {}};
 }
+
+// The server side writes with libuv, whose write(2) raises SIGPIPE when a client has gone (a
+// case that closes a connection the server is still answering). PID 1 ignores SIGPIPE
+// (runtime.cpp); so does every test process that includes this file, from before main().
+inline const bool kSigpipeIgnored = [] {
+    ::signal(SIGPIPE, SIG_IGN);
+    return true;
+}();
 
 inline int connect_to(int port) {
     return myr::test::connect_loopback(port);
