@@ -1,7 +1,5 @@
 #include "runtime/status.hpp"
 
-#include "core/text.hpp"
-
 namespace myr::runtime {
 namespace {
 
@@ -28,7 +26,7 @@ opamp::SubHealth updater_health(const update::UpdateView& v, const std::string& 
     };
     for (const auto& [key, value] : fields) {
         if (value->empty()) continue;
-        h.attributes.push_back({key, text::valid_utf8(*value, opamp::kMaxReportText)});
+        h.attributes.push_back({key, *value});  // the encoder cuts and cleans every value
     }
     return h;
 }

@@ -33,7 +33,7 @@ inline constexpr const char* kUpdaterComponent = "myriarch-updater";
 
 // The updater's own health from the installer's view: status = `describe` ("0.118.0 on trial
 // until …"), healthy while no failure is pending, and the attributes `myriarch.update.*` (state
-// always; the others when they apply), each value cut at opamp::kMaxReportText.
+// always; the others when they apply); the OpAMP encoder cuts each value at kMaxReportText.
 opamp::SubHealth updater_health(const update::UpdateView& v, const std::string& describe);
 
 class CollectorStatus : public opamp::StatusProvider {
